@@ -1,0 +1,90 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"patchbay"
+	"patchbay/static"
+)
+
+// Route is one registered route and the access it declares.
+type Route struct {
+	Method, Path string
+	Access       Access
+	// OwnCSRF marks a state-changing route that carries its own
+	// anti-forgery token (the development identity provider's forms),
+	// so only the same-origin check applies to it.
+	OwnCSRF bool
+}
+
+// handle registers one route behind requireCap.
+func (s *Server) handle(method, path string, a Access, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+	s.routes = append(s.routes, Route{Method: method, Path: path, Access: a})
+	s.echo.Add(method, path, h, append([]echo.MiddlewareFunc{requireCap(a)}, mw...)...)
+}
+
+// registerRoutes lists every route in one place, by area.
+func (s *Server) registerRoutes() {
+	limited := s.rateLimitSignIn
+
+	// Health and static files.
+	s.handle(http.MethodGet, "/healthz", Public, s.showHealth)
+	s.handle(http.MethodGet, "/readyz", Public, s.showReady)
+	s.handle(http.MethodGet, "/static/*", Public, echo.WrapHandler(static.Handler()))
+
+	// Sign-in.
+	s.handle(http.MethodGet, "/signin", Public, s.showSignIn)
+	s.handle(http.MethodGet, "/auth/login", Public, s.startSignIn, limited)
+	s.handle(http.MethodGet, "/auth/callback", Public, s.finishSignIn, limited)
+	s.handle(http.MethodPost, "/auth/logout", Public, s.signOut)
+	if s.DevIDP != nil {
+		dev := echo.WrapHandler(http.StripPrefix(devIDPMount, s.DevIDP))
+		s.handle(http.MethodGet, devIDPMount+"/*", Public, dev)
+		s.handle(http.MethodPost, devIDPMount+"/authorize", Public, dev, limited)
+		s.handle(http.MethodPost, devIDPMount+"/token", Public, dev)
+		s.markOwnCSRF(devIDPMount + "/authorize")
+		s.markOwnCSRF(devIDPMount + "/token")
+	}
+
+	// The portal.
+	s.handle(http.MethodGet, "/", SignedIn, s.showHome)
+	s.handle(http.MethodGet, "/connectors", SignedIn, s.showConnectors)
+	s.handle(http.MethodGet, "/marketplace", Cap(patchbay.CapRegisterLocalFromCatalog), s.showMarketplace)
+	s.handle(http.MethodGet, "/support", Cap(patchbay.CapInspectLogins), s.showSupport)
+
+	// People and roles.
+	s.handle(http.MethodGet, "/users", Cap(patchbay.CapUsersManage), s.showUsers)
+	s.handle(http.MethodPost, "/users/:id/role", Cap(patchbay.CapUsersManage), s.setUserRole)
+	s.handle(http.MethodPost, "/users/:id/disable", Cap(patchbay.CapUsersManage), s.disableUser)
+	s.handle(http.MethodPost, "/users/:id/enable", Cap(patchbay.CapUsersManage), s.enableUser)
+	s.handle(http.MethodPost, "/roles", Cap(patchbay.CapUsersManage), s.createRole)
+
+	// Personal access tokens.
+	s.handle(http.MethodGet, "/tokens", Cap(patchbay.CapAPITokens), s.showTokens)
+	s.handle(http.MethodPost, "/tokens", Cap(patchbay.CapAPITokens), s.createToken)
+	s.handle(http.MethodPost, "/tokens/:id/revoke", Cap(patchbay.CapAPITokens), s.revokeToken)
+
+	// JSON API: session cookie or bearer token.
+	s.handle(http.MethodGet, "/api/me", SignedIn, s.apiShowMe)
+	s.handle(http.MethodGet, "/api/users", Cap(patchbay.CapUsersManage), s.apiListUsers)
+}
+
+func (s *Server) markOwnCSRF(path string) {
+	for i := range s.routes {
+		if s.routes[i].Path == path && s.routes[i].Method == http.MethodPost {
+			s.routes[i].OwnCSRF = true
+		}
+	}
+}
+
+// ownCSRF reports whether the request's route carries its own token.
+func (s *Server) ownCSRF(method, path string) bool {
+	for _, r := range s.routes {
+		if r.OwnCSRF && r.Method == method && r.Path == path {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,95 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"patchbay"
+	"patchbay/views"
+)
+
+// devIDPMount is where the development identity provider is served.
+const devIDPMount = "/dev-idp"
+
+// safeNext keeps only same-site paths, so ?next= cannot redirect off-site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
+		strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}
+
+func (s *Server) showSignIn(c echo.Context) error {
+	if principalFrom(c) != nil {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	next := c.QueryParam("next")
+	if next != "" {
+		next = safeNext(next)
+	}
+	return render(c, http.StatusOK, views.SignInPage(views.SignInProps{
+		Shell: s.shell(c, "Sign in", ""), DevSignIn: s.DevIDP != nil, Next: next,
+	}))
+}
+
+func (s *Server) startSignIn(c echo.Context) error {
+	authURL, key, err := s.Auth.Begin(c.Request().Context(), safeNext(c.QueryParam("next")))
+	if err != nil {
+		return err
+	}
+	s.setCookie(c, s.flowCookieName(), key, flowTTL)
+	return c.Redirect(http.StatusFound, authURL)
+}
+
+func (s *Server) finishSignIn(c echo.Context) error {
+	ctx := c.Request().Context()
+	key := ""
+	if ck, err := c.Cookie(s.flowCookieName()); err == nil {
+		key = ck.Value
+	}
+	s.clearCookie(c, s.flowCookieName())
+	in, next, err := s.Auth.Finish(ctx, key, c.QueryParam("state"), c.QueryParam("code"), c.QueryParam("error"))
+	if err != nil {
+		s.Log.Warn("sign-in failed", "err", err, "request_id", requestIDFrom(c))
+		return err
+	}
+	u, err := s.DB.SignInUser(ctx, in, s.AdminEmails)
+	if err != nil {
+		return err
+	}
+	if u.Disabled {
+		return errDisabled
+	}
+	// A fresh session id at every sign-in: an id planted before sign-in is
+	// worthless after it. The old session, if any, ends here.
+	if old := sessionTokenFrom(c); old != "" {
+		if err := s.DB.DeleteSession(ctx, old); err != nil {
+			return err
+		}
+	}
+	token, err := s.DB.CreateSession(ctx, u.ID, s.Sessions)
+	if err != nil {
+		return err
+	}
+	s.setCookie(c, s.sessionCookieName(), token, s.Sessions.MaxAge)
+	return c.Redirect(http.StatusSeeOther, safeNext(next))
+}
+
+func (s *Server) signOut(c echo.Context) error {
+	if tok := sessionTokenFrom(c); tok != "" {
+		if err := s.DB.DeleteSession(c.Request().Context(), tok); err != nil {
+			return err
+		}
+	}
+	s.clearSessionCookie(c)
+	if isHTMX(c) {
+		c.Response().Header().Set("HX-Redirect", "/signin")
+		return c.NoContent(http.StatusOK)
+	}
+	return c.Redirect(http.StatusSeeOther, "/signin")
+}
+
+var errDisabled = patchbay.Errorf(patchbay.EFORBIDDEN, "This account is disabled. Ask an administrator.")
