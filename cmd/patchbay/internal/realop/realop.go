@@ -241,10 +241,7 @@ func Available() error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider", "package.json")); err != nil {
-		return fmt.Errorf("realop: oidc-provider is not installed; run: (cd %s && npm ci --no-audit --no-fund)", dir)
-	}
-	return nil
+	return ensureInstalled(dir)
 }
 
 // Require skips the test when the provider cannot run on a developer
