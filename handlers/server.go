@@ -62,7 +62,7 @@ func New(d Deps) *Server {
 	e.HTTPErrorHandler = s.handleError
 	e.IPExtractor = ipExtractor(d.TrustedProxies)
 	e.Pre(s.assignRequestID)
-	e.Use(s.logRequests, s.securityHeaders, s.loadPrincipal, s.checkCSRF)
+	e.Use(s.logRequests, s.recoverPanics, s.securityHeaders, s.loadPrincipal, s.checkCSRF)
 	s.echo = e
 	s.registerRoutes()
 	return s
