@@ -14,11 +14,16 @@ import (
 // The secret key is not in the database, so it is not in the backup either:
 // keep the key file safe separately.
 func (d *DB) Backup(ctx context.Context, dest string) error {
-	if _, err := os.Stat(dest); err == nil {
+	// Create dest ourselves, exclusively and 0600, so the copy is never
+	// readable by others (not even between VACUUM and a chmod) and an
+	// existing file is never overwritten. VACUUM INTO accepts an empty file.
+	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("db: backup: %s already exists", dest)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if err != nil {
 		return fmt.Errorf("db: backup: %w", err)
 	}
+	f.Close()
 	if _, err := d.write.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
 		os.Remove(dest)
 		return fmt.Errorf("db: backup: %w", err)
@@ -38,7 +43,7 @@ func CheckIntegrity(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("db: integrity check: %w", err)
 	}
-	c, err := sqlx.Open("sqlite3", "file:"+path+"?mode=ro")
+	c, err := sqlx.Open("sqlite3", "file:"+uriPath(path)+"?mode=ro")
 	if err != nil {
 		return fmt.Errorf("db: integrity check: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -50,8 +51,17 @@ func dsn(path string, readOnly bool) string {
 		// never fails half-way when it upgrades from read to write.
 		q.Set("_txlock", "immediate")
 	}
-	return "file:" + path + "?" + q.Encode()
+	return "file:" + uriPath(path) + "?" + q.Encode()
 }
+
+// uriPathEscaper escapes the characters that SQLite's URI parser (and the
+// driver, which splits the DSN at the first '?') would otherwise read as
+// syntax, so a path like "/data/a#b/patchbay.db" opens that file and not
+// "/data/a".
+var uriPathEscaper = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
+// uriPath returns path escaped for use after "file:" in a SQLite URI.
+func uriPath(path string) string { return uriPathEscaper.Replace(path) }
 
 // Open opens (creating if needed, mode 0600) the database at path, checks
 // that its pragmas took effect and applies pending migrations. keys seals

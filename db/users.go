@@ -32,6 +32,12 @@ func (d *DB) SignInUser(ctx context.Context, in SignIn, adminEmails []string) (p
 		return u, patchbay.Errorf(patchbay.EINVALID, "The identity provider sent no subject.")
 	}
 	email := strings.ToLower(strings.TrimSpace(in.Email))
+	if !in.EmailVerified {
+		// An unverified email is whatever the person typed at their
+		// provider. Stored, it would let AddUser and UserByEmail (which
+		// match by email) hand someone else's grant to this account.
+		email = ""
+	}
 	err := d.writeTx(ctx, func(tx *sqlx.Tx) error {
 		now := d.now()
 		err := tx.GetContext(ctx, &u, `SELECT * FROM users WHERE issuer = ? AND subject = ?`, in.Issuer, in.Subject)
@@ -48,7 +54,7 @@ func (d *DB) SignInUser(ctx context.Context, in SignIn, adminEmails []string) (p
 			}
 			if !claimed {
 				role := patchbay.RoleUser
-				if in.EmailVerified && containsFold(adminEmails, email) {
+				if in.EmailVerified && email != "" && containsFold(adminEmails, email) {
 					role = patchbay.RoleAdmin
 				}
 				_, err = tx.ExecContext(ctx, `INSERT INTO users (issuer, subject, email, name, role, created_at, last_seen_at)
