@@ -107,16 +107,15 @@ func Open(ctx context.Context, path string, keys *seal.Keyring) (*DB, error) {
 	return d, nil
 }
 
-// Close closes both pools. It is safe to call twice.
+// Close closes both pools. It is safe to call twice; afterwards every
+// method returns an error (never panics), so /readyz reports not ready.
 func (d *DB) Close() error {
 	var errs []error
 	if d.read != nil {
 		errs = append(errs, d.read.Close())
-		d.read = nil
 	}
 	if d.write != nil {
 		errs = append(errs, d.write.Close())
-		d.write = nil
 	}
 	return errors.Join(errs...)
 }

@@ -20,5 +20,9 @@ func (s *Server) createRole(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.afterUsersAction(c, "Role "+role.Name+" created.", func(p views.UsersProps) templComponent { return views.RolesSection(p) })
+	return s.afterUsersAction(c, "Role "+role.Name+" created.", func(p views.UsersProps) templComponent {
+		// The roles section shows its own flash, not the users table's.
+		p.RolesFlash, p.Flash = p.Flash, ""
+		return views.RolesSection(p)
+	})
 }

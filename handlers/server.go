@@ -52,7 +52,14 @@ func New(d Deps) *Server {
 		d.SignInRate = 6 * time.Second
 	}
 	if d.SignInBurst == 0 {
-		d.SignInBurst = 10
+		// One sign-in takes up to three tokens (login, picker, callback).
+		d.SignInBurst = 20
+	}
+	if d.Sessions.Idle == 0 {
+		d.Sessions.Idle = 12 * time.Hour
+	}
+	if d.Sessions.MaxAge == 0 {
+		d.Sessions.MaxAge = 7 * 24 * time.Hour
 	}
 	s := &Server{Deps: d}
 	s.limiter = newIPLimiter(d.SignInRate, d.SignInBurst, d.Now)

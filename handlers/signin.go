@@ -14,9 +14,11 @@ import (
 const devIDPMount = "/dev-idp"
 
 // safeNext keeps only same-site paths, so ?next= cannot redirect off-site.
+// Control characters are refused outright: browsers drop tabs and newlines
+// from URLs, so "/\t/evil.example" would become "//evil.example".
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n") {
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return "/"
 	}
 	return next
@@ -45,6 +47,9 @@ func (s *Server) startSignIn(c echo.Context) error {
 }
 
 func (s *Server) finishSignIn(c echo.Context) error {
+	// The callback URL carries the authorization code and state: neither
+	// this answer nor the error page may be cached or leak it as a referrer.
+	noStore(c)
 	ctx := c.Request().Context()
 	key := ""
 	if ck, err := c.Cookie(s.flowCookieName()); err == nil {

@@ -14,7 +14,7 @@ func (s *Server) tokensProps(c echo.Context, created *views.NewToken) (views.Tok
 	if err != nil {
 		return views.TokensProps{}, err
 	}
-	props := views.TokensProps{Shell: s.shell(c, "API tokens", "tokens"), Created: created}
+	props := views.TokensProps{Shell: s.shell(c, "API tokens", "tokens"), Created: created, BaseURL: s.BaseURL.String()}
 	for _, t := range toks {
 		props.Tokens = append(props.Tokens, views.TokenRow{
 			ID: t.ID, Name: t.Name, Prefix: t.Prefix, Created: formatTime(&t.CreatedAt), LastUsed: formatTime(t.LastUsedAt),

@@ -277,7 +277,7 @@ func newTokenBox(t NewToken, baseURL string) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<div class=\"alert alert-secret\" role=\"status\" data-testid=\"new-token\"><p><strong>Token “")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<div class=\"alert alert-secret\" role=\"status\" data-testid=\"new-token\" hx-history=\"false\"><p><strong>Token “")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

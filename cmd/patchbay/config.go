@@ -61,6 +61,13 @@ func envName(flagName string) string {
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			// The usage text promises the flags for -h; say them.
+			var b strings.Builder
+			fs.SetOutput(&b)
+			fs.PrintDefaults()
+			return usageError{fmt.Errorf("flags of %s (each flag --x-y has the environment twin PATCHBAY_X_Y):\n%s", fs.Name(), b.String())}
+		}
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -65,7 +63,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		RedirectURL: base.JoinPath("/auth/callback").String(),
 	}
 	if dev {
-		idp, admins, err := setUpDevSignIn(ctx, d, base, &oidcCfg)
+		idp, admins, err := handlers.DevSignIn(ctx, d, base, &oidcCfg, devidp.DefaultPeople())
 		if err != nil {
 			return err
 		}
@@ -103,41 +101,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// setUpDevSignIn builds the in-process development OpenID Provider and
-// points oidcCfg at it. The seeded admin gets the admin role through the
-// admin list; the support person is pre-added with the support role.
-func setUpDevSignIn(ctx context.Context, d *db.DB, base *url.URL, oidcCfg *handlers.OIDCConfig) (http.Handler, []string, error) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, nil, err
-	}
-	oidcCfg.Issuer = base.JoinPath("/dev-idp").String()
-	oidcCfg.ClientID = "patchbay-dev"
-	oidcCfg.ClientSecret = base64.RawURLEncoding.EncodeToString(secret)
-	people := devidp.DefaultPeople()
-	idp, err := devidp.New(devidp.Config{
-		Issuer: oidcCfg.Issuer, ClientID: oidcCfg.ClientID, ClientSecret: oidcCfg.ClientSecret,
-		RedirectURIs: []string{oidcCfg.RedirectURL}, People: people, StylesheetURL: "/static/style.css",
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	var admins []string
-	for _, p := range people {
-		switch p.Role {
-		case patchbay.RoleAdmin:
-			admins = append(admins, p.Email)
-		case patchbay.RoleSupport:
-			if _, err := d.UserByEmail(ctx, p.Email); patchbay.ErrorCode(err) == patchbay.ENOTFOUND {
-				if _, err := d.AddUser(ctx, p.Email, p.Role); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-	}
-	return idp, admins, nil
 }
 
 func loopbackAddr(addr string) bool {

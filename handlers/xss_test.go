@@ -1,0 +1,138 @@
+package handlers
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"patchbay/handlers/devidp"
+)
+
+// Hostile people: their names and emails come from the identity provider
+// and are shown on several pages.
+var hostilePeople = []devidp.Person{
+	{Subject: "dev-xss-script", Email: `"><img src=x onerror=alert(1)>@example.test`, Name: `<script>alert(1)</script>`, Role: "user"},
+	{Subject: "dev-xss-attr", Email: `x@example.test" onmouseover="alert(2)`, Name: `" hx-get="/auth/logout" hx-trigger="load" onload="alert(3)`, Role: "user"},
+}
+
+func TestXSSPayloadsRenderInert(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, serverOpts{People: append(devidp.DefaultPeople(), hostilePeople...)})
+	admin := ts.signIn(t, ada)
+	support := ts.signIn(t, sam)
+	ts.signIn(t, uma)
+	var hostile []*client
+	for _, p := range hostilePeople {
+		hostile = append(hostile, ts.signIn(t, p.Subject))
+	}
+
+	// wantInert parses a response and checks that no payload became markup.
+	wantInert := func(t *testing.T, r response, fullPage bool) *goquery.Document {
+		t.Helper()
+		wantStatus(t, r, http.StatusOK)
+		doc := r.doc(t)
+		scripts := doc.Find("script")
+		wantScripts := 0
+		if fullPage {
+			wantScripts = 1
+		}
+		if scripts.Length() != wantScripts {
+			t.Errorf("%s: got %d script elements; want %d", r.url.Path, scripts.Length(), wantScripts)
+		}
+		scripts.Each(func(_ int, s *goquery.Selection) {
+			if src, _ := s.Attr("src"); !strings.HasPrefix(src, "/static/htmx-") || strings.TrimSpace(s.Text()) != "" {
+				t.Errorf("%s: got script src=%q with text %q; want only the htmx file", r.url.Path, src, s.Text())
+			}
+		})
+		if n := doc.Find("img").Length(); n != 0 {
+			t.Errorf("%s: got %d img elements; want none", r.url.Path, n)
+		}
+		doc.Find("*").Each(func(_ int, s *goquery.Selection) {
+			for _, a := range s.Get(0).Attr {
+				k := strings.ToLower(a.Key)
+				if strings.HasPrefix(k, "on") || k == "hx-trigger" || (k == "hx-get" && a.Val == "/auth/logout") {
+					t.Errorf("%s: got attribute %s=%q on <%s>; want no injected attributes", r.url.Path, a.Key, a.Val, goquery.NodeName(s))
+				}
+			}
+		})
+		if strings.Contains(r.body, "<script>alert") || strings.Contains(r.body, "<img") {
+			t.Errorf("%s: got a raw payload in the HTML", r.url.Path)
+		}
+		return doc
+	}
+	// wantText checks that each payload is shown as text in sel.
+	wantText := func(t *testing.T, doc *goquery.Document, sel string, want ...string) {
+		t.Helper()
+		var got []string
+		doc.Find(sel).Each(func(_ int, s *goquery.Selection) { got = append(got, strings.TrimSpace(s.Text())) })
+		for _, w := range want {
+			found := false
+			for _, g := range got {
+				found = found || g == w
+			}
+			if !found {
+				t.Errorf("%s: got texts %q; want %q among them", sel, got, w)
+			}
+		}
+	}
+	names := []string{hostilePeople[0].Name, hostilePeople[1].Name}
+	emails := []string{strings.ToLower(hostilePeople[0].Email), strings.ToLower(hostilePeople[1].Email)}
+
+	t.Run("users page", func(t *testing.T) {
+		doc := wantInert(t, admin.get(t, "/users"), true)
+		wantText(t, doc, `[data-testid="user-name"]`, names...)
+		wantText(t, doc, `[data-testid="user-email"]`, emails...)
+	})
+
+	t.Run("users table partial", func(t *testing.T) {
+		id := ts.user(t, hostilePeople[0].Subject).ID
+		r := admin.htmxPost(t, concretePath(t, "/users/:id/role", map[string]int64{"/users/": id}), url.Values{"role": {"support"}})
+		doc := wantInert(t, r, false)
+		wantText(t, doc, `[data-testid="user-name"]`, names...)
+	})
+
+	t.Run("roles section partial", func(t *testing.T) {
+		r := admin.htmxPost(t, "/roles", url.Values{"name": {"xss-role"}})
+		wantInert(t, r, false)
+	})
+
+	t.Run("support page", func(t *testing.T) {
+		doc := wantInert(t, support.get(t, "/support"), true)
+		wantText(t, doc, `[data-testid="support-name"]`, names...)
+	})
+
+	t.Run("header of the hostile person's own pages", func(t *testing.T) {
+		for i, c := range hostile {
+			for _, path := range []string{"/connectors", "/tokens", "/marketplace"} {
+				doc := wantInert(t, c.get(t, path), true)
+				wantText(t, doc, `[data-testid="viewer-name"]`, names[i])
+			}
+			wantInert(t, c.htmxPost(t, "/tokens", url.Values{"name": {`<img src=x onerror=alert(4)>`}}), false)
+			doc := wantInert(t, c.get(t, "/tokens"), true)
+			wantText(t, doc, `[data-testid="token-name"]`, `<img src=x onerror=alert(4)>`)
+		}
+	})
+
+	t.Run("error page for the hostile person", func(t *testing.T) {
+		r := hostile[0].get(t, "/users")
+		wantStatus(t, r, http.StatusForbidden)
+		if strings.Contains(r.body, "<script>alert") {
+			t.Error("got a raw payload in the error page")
+		}
+		wantText(t, r.doc(t), `[data-testid="viewer-name"]`, names[0])
+	})
+
+	t.Run("the API returns the payload as JSON, not HTML", func(t *testing.T) {
+		r := admin.get(t, "/api/users")
+		wantStatus(t, r, http.StatusOK)
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("got Content-Type %q; want application/json", ct)
+		}
+		if strings.Contains(r.body, "<script>") {
+			t.Error("got a raw <script> in JSON; want it escaped")
+		}
+	})
+}
