@@ -1,0 +1,2 @@
+const tinydep = require("tinydep");
+console.log("answer=" + tinydep.answer);

@@ -1,0 +1,2 @@
+def describe(answer):
+    return "answer=%d" % answer
