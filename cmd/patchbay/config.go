@@ -75,9 +75,12 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	shared := sharedFlagNames()
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
+		// Only the shared settings have environment twins: a stray
+		// PATCHBAY_EMAIL must not change what `token create` does.
+		if given[f.Name] || !shared[f.Name] {
 			return
 		}
 		if v := getenv(envName(f.Name)); v != "" {
@@ -87,6 +90,15 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// sharedFlagNames are the settings every command shares.
+func sharedFlagNames() map[string]bool {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(Config).bindFlags(fs)
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	return names
 }
 
 // validate checks the values that flag parsing cannot.

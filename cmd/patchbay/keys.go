@@ -34,9 +34,11 @@ func loadKeyring(ctx context.Context, cfg *Config, getenv func(string) string, d
 	} else {
 		ring, err = seal.ReadKeyFile(cfg.keyFile())
 		switch {
-		case errors.Is(err, fs.ErrNotExist) && sealedWith != "":
+		case errors.Is(err, fs.ErrNotExist) && sealedWith != "" && holdsSecrets(ctx, d):
 			return nil, fmt.Errorf("secret key file %s is missing, but the database holds secrets sealed with key %s: restore the key file or set PATCHBAY_SECRET_KEY", cfg.keyFile(), sealedWith)
 		case errors.Is(err, fs.ErrNotExist):
+			// Nothing is sealed yet (or ever was): a new key loses nothing.
+			sealedWith = ""
 			k, err := seal.GenerateKey(nil)
 			if err != nil {
 				return nil, err
@@ -50,7 +52,11 @@ func loadKeyring(ctx context.Context, cfg *Config, getenv func(string) string, d
 		}
 	}
 	if sealedWith != "" && !ringHas(ring, sealedWith) {
-		return nil, fmt.Errorf("the secret key does not match: the database was sealed with key %s, which is not among the configured keys", sealedWith)
+		if !holdsSecrets(ctx, d) {
+			sealedWith = "" // nothing to lose: adopt the configured key
+		} else {
+			return nil, fmt.Errorf("the secret key does not match: the database was sealed with key %s, which is not among the configured keys", sealedWith)
+		}
 	}
 	if sealedWith == "" {
 		if err := d.SetMeta(ctx, db.MetaSealKeyID, ring.Primary().ID); err != nil {
@@ -67,4 +73,11 @@ func ringHas(r *seal.Keyring, id string) bool {
 		}
 	}
 	return false
+}
+
+// holdsSecrets reports whether any sealed column has a value. When it
+// cannot tell, it says yes: refusing to start beats orphaning secrets.
+func holdsSecrets(ctx context.Context, d *db.DB) bool {
+	ids, err := d.SealedKeyIDs(ctx)
+	return err != nil || len(ids) > 0
 }
