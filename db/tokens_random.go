@@ -9,8 +9,8 @@ import (
 	"io"
 )
 
-// Rand is where session ids, CSRF tokens and API tokens come from; tests
-// may replace it.
+// randSource is where session ids, CSRF tokens and API tokens come from;
+// tests may replace it.
 var randSource io.Reader = rand.Reader
 
 func randomToken(nbytes int) (string, error) {
