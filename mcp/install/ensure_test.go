@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -357,4 +358,45 @@ func (w *lineRecorder) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+func TestEnsureCheckGuardsTheSwap(t *testing.T) {
+	t.Parallel()
+	src, dest, opts := installPython(t)
+	before := snapshot(t, dest)
+	if err := os.WriteFile(filepath.Join(src, "server.py"), []byte("# changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var sawStaging string
+	opts.Check = func(ctx context.Context, dir string, out io.Writer) error {
+		sawStaging = dir
+		if !exists(filepath.Join(dir, ".pydeps", "tinypkg", "__init__.py")) {
+			t.Errorf("check ran before dependencies were installed in %s", dir)
+		}
+		io.WriteString(out, "verify says no\n")
+		return patchbay.Errorf(patchbay.EINVALID, "verify failed")
+	}
+	res, err := newReconciler().Ensure(context.Background(), src, dest, opts, nil)
+	if patchbay.ErrorCode(err) != patchbay.EINVALID {
+		t.Fatalf("got %v; want the check's EINVALID error", err)
+	}
+	if sawStaging == dest || sawStaging == "" {
+		t.Errorf("check ran in %q; want a staging directory, not the live install", sawStaging)
+	}
+	if !strings.Contains(res.Log, "verify says no") {
+		t.Errorf("install log lacks the check's output:\n%s", res.Log)
+	}
+	if d := diffSnapshots(before, snapshot(t, dest)); len(d) > 0 {
+		t.Errorf("a failed check changed the live install: %v", d)
+	}
+
+	opts.Check = func(ctx context.Context, dir string, out io.Writer) error { return nil }
+	res, err = newReconciler().Ensure(context.Background(), src, dest, opts, nil)
+	if err != nil || !res.Changed {
+		t.Fatalf("Ensure with a passing check: changed=%v err=%v", res.Changed, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dest, "server.py")); string(b) != "# changed\n" {
+		t.Errorf("live install not updated after a passing check: %q", b)
+	}
 }

@@ -27,6 +27,11 @@ type Options struct {
 	// PipArgs are appended to the pip install command, e.g.
 	// "--no-index", "--find-links", dir.
 	PipArgs []string
+	// Check, when set, runs in the staging directory after dependencies
+	// are installed and before the swap (a connector's verify command).
+	// Its error fails the install, so a copy that does not pass never
+	// replaces a working one. out receives its output for the log.
+	Check func(ctx context.Context, stagingDir string, out io.Writer) error
 }
 
 // Result describes what Ensure did.
@@ -99,11 +104,11 @@ func (r *Reconciler) Ensure(ctx context.Context, srcDir, destDir string, opts Op
 	}
 	defer unlock()
 
-	want, err := Hash(srcDir)
+	want, m, upToDate, err := Status(srcDir, destDir)
 	if err != nil {
 		return Result{}, err
 	}
-	if m, err := ReadMarker(destDir); err == nil && m.Hash == want {
+	if upToDate {
 		r.log("install: up to date", "dest", destDir, "hash", want)
 		return Result{Hash: want, Marker: m}, nil
 	}
@@ -112,7 +117,7 @@ func (r *Reconciler) Ensure(ctx context.Context, srcDir, destDir string, opts Op
 	}
 	r.log("install: installing", "dest", destDir, "hash", want)
 	sink := newOutputSink(out)
-	m, err := r.install(ctx, srcDir, destDir, opts, sink)
+	m, err = r.install(ctx, srcDir, destDir, opts, sink)
 	res := Result{Log: sink.String()}
 	if err != nil {
 		r.log("install: failed", "dest", destDir, "err", err)
@@ -120,6 +125,22 @@ func (r *Reconciler) Ensure(ctx context.Context, srcDir, destDir string, opts Op
 	}
 	res.Changed, res.Hash, res.Marker = true, m.Hash, m
 	return res, nil
+}
+
+// Status reports whether destDir holds an install of srcDir's current
+// source: the source hash, destDir's marker (zero if none) and whether
+// they match. It writes nothing; Ensure uses it to decide on a no-op, and
+// callers use it to skip recording a run that would change nothing.
+func Status(srcDir, destDir string) (hash string, m Marker, upToDate bool, err error) {
+	hash, err = Hash(srcDir)
+	if err != nil {
+		return "", Marker{}, false, err
+	}
+	m, err = ReadMarker(destDir)
+	if err != nil {
+		return hash, Marker{}, false, nil
+	}
+	return hash, m, m.Hash == hash, nil
 }
 
 // checkLockfile rejects a node connector without a lockfile: npm ci
@@ -192,6 +213,13 @@ func (r *Reconciler) install(ctx context.Context, srcDir, destDir string, opts O
 			return Marker{}, err
 		}
 		tools["python"] = r.version(ctx, staging, env, python, "--version")
+	}
+
+	if opts.Check != nil {
+		sink.Note("$ verify")
+		if err := opts.Check(ctx, staging, sink); err != nil {
+			return Marker{}, err
+		}
 	}
 
 	m := Marker{Hash: hash, InstalledAt: r.now().UTC(), Tools: tools}
