@@ -18,7 +18,8 @@ type Manager struct {
 	opts Options
 
 	// mu guards only the map; no process is started or stopped under it.
-	mu       sync.Mutex
+	// Tool calls only read it, in parallel.
+	mu       sync.RWMutex
 	sessions map[string]*Session
 	closed   bool
 }
@@ -47,19 +48,10 @@ func (m *Manager) ConnectAll(ctx context.Context, specs []Spec) error {
 			continue
 		}
 		seen[spec.Name] = true
-		s := newSession(spec, m.opts)
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			return errors.New("mcp: manager closed")
+		s, err := m.add(spec)
+		if err != nil {
+			return err
 		}
-		old := m.sessions[spec.Name]
-		m.sessions[spec.Name] = s
-		m.mu.Unlock()
-		if old != nil {
-			old.stop()
-		}
-		s.start()
 		started = append(started, s)
 	}
 
@@ -86,16 +78,57 @@ func (m *Manager) ConnectAll(ctx context.Context, specs []Spec) error {
 	return errors.Join(append(errs, results...)...)
 }
 
+// add starts a session for spec, replacing (and stopping) a running one
+// of the same name. The process starts outside the manager's lock.
+func (m *Manager) add(spec Spec) (*Session, error) {
+	s := newSession(spec, m.opts)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errors.New("mcp: manager closed")
+	}
+	old := m.sessions[spec.Name]
+	m.sessions[spec.Name] = s
+	m.mu.Unlock()
+	s.startAfter(old)
+	return s, nil
+}
+
+// ConnectFirst starts spec like ConnectAll but waits only for its first
+// attempt: it returns nil once the connector is ready and the first
+// failure otherwise (the session keeps retrying in the background). It
+// is for a person waiting on a verdict, such as an activation; ConnectAll,
+// for boot, waits out restarts.
+func (m *Manager) ConnectFirst(ctx context.Context, spec Spec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	s, err := m.add(spec)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
+	defer cancel()
+	st, err := s.waitFor(wctx, func(st State) bool { return st.Phase != PhaseStarting })
+	switch {
+	case err != nil:
+		return fmt.Errorf("mcp: %s still %s: %w", spec.Name, st.Phase, err)
+	case st.Phase != PhaseReady:
+		return fmt.Errorf("mcp: %s %s: %s", spec.Name, st.Phase, st.LastError)
+	}
+	return nil
+}
+
 // session returns the named session or nil.
 func (m *Manager) session(name string) *Session {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	return m.sessions[name]
 }
 
 func (m *Manager) snapshot() []*Session {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	out := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		out = append(out, s)

@@ -27,7 +27,16 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// binDirEnv hands the built servers to a helper process re-executing this
+// test binary (see TestKill9OfManagerLeavesNoOrphans), so it does not build
+// them again.
+const binDirEnv = "PATCHBAY_MCP_TEST_BINDIR"
+
 func run(m *testing.M) int {
+	if dir := os.Getenv(binDirEnv); dir != "" {
+		binDir = dir
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "patchbay-mcpservers-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -35,7 +44,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	args := []string{"build", "-o", dir + "/"}
-	for _, s := range []string{"echo", "slowstart", "crashafter", "listchanged", "hang", "stderrnoise", "envdump"} {
+	for _, s := range []string{"echo", "slowstart", "crashafter", "listchanged", "hang", "stderrnoise", "envdump", "forker", "fsprobe"} {
 		args = append(args, "patchbay/testdata/mcpservers/"+s)
 	}
 	cmd := exec.Command("go", args...)
@@ -519,8 +528,14 @@ func TestCloseLeavesNoOrphans(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	m.Close()
-	if got := groupMembers(st.PID); len(got) != 0 {
-		t.Fatalf("after Close: group %d has members %v; want none", st.PID, got)
+	// Without a PID namespace the last SIGKILL is sent as Close returns, so
+	// the child may take a moment to go.
+	deadline = time.Now().Add(5 * time.Second)
+	for got := groupMembers(st.PID); len(got) != 0; got = groupMembers(st.PID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after Close: group %d has members %v; want none", st.PID, got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	m.Close() // safe twice
 	if s, _ := m.State("parent"); s.Phase != PhaseStopped {

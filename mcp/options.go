@@ -9,7 +9,7 @@ import (
 // Options tune supervision. Zero fields take the defaults noted; tests
 // shrink the durations so nothing has to sleep for long.
 type Options struct {
-	// Runner runs local connectors; LocalRunner{} if nil.
+	// Runner runs local connectors; a LocalRunner logging to Logger if nil.
 	Runner Runner
 	// ConnectTimeout bounds start + initialize + tools/list (30s).
 	ConnectTimeout time.Duration
@@ -48,8 +48,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	if o.Runner == nil {
-		o.Runner = LocalRunner{}
+		o.Runner = LocalRunner{Logger: o.Logger}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -76,9 +79,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 	return o
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -84,10 +85,13 @@ type Session struct {
 	done    chan struct{}
 	refresh chan struct{}
 
+	// cur is the ready connection, nil otherwise. It is atomic so that
+	// tool calls, the hot path, take no lock.
+	cur atomic.Pointer[conn]
+
 	mu      sync.Mutex
 	state   State
 	changed chan struct{}
-	cur     *conn
 	proc    Process
 	tools   []mcp.Tool
 
@@ -110,6 +114,21 @@ func newSession(spec Spec, opts Options) *Session {
 
 // start launches the supervising goroutine; the session owns it until stop.
 func (s *Session) start() { go s.run() }
+
+// startAfter starts s once old (if any) has stopped. A replaced connector
+// must be gone before its successor starts (they share a directory), but
+// the wait happens on the successor's goroutine, so replacing many
+// connectors at once never serialises their stops and starts.
+func (s *Session) startAfter(old *Session) {
+	if old == nil {
+		s.start()
+		return
+	}
+	go func() {
+		old.stop()
+		s.run()
+	}()
+}
 
 // stop ends supervision and the server; safe to call more than once.
 func (s *Session) stop() {
@@ -151,14 +170,17 @@ func (s *Session) Stderr() string {
 // completes, ctx ends or the per-call timeout passes; a connector that is
 // not ready gives an error wrapping ErrNotReady.
 func (s *Session) CallTool(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	s.mu.Lock()
-	c, st := s.cur, s.state
-	s.mu.Unlock()
+	c := s.cur.Load()
 	if c == nil {
-		return nil, fmt.Errorf("mcp: %s is %s: %w", s.spec.Name, st.Phase, ErrNotReady)
+		return nil, fmt.Errorf("mcp: %s is %s: %w", s.spec.Name, s.State().Phase, ErrNotReady)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
-	defer cancel()
+	// A caller's deadline within CallTimeout already bounds the call; only
+	// otherwise is a timer needed.
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > s.opts.CallTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.CallTimeout)
+		defer cancel()
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
@@ -204,6 +226,9 @@ func (s *Session) setState(f func(*State)) {
 
 func (s *Session) run() {
 	defer close(s.done)
+	if s.ctx.Err() != nil {
+		return // stopped while waiting for its predecessor to stop
+	}
 	var failures []time.Time
 	attempt := 0
 	for {
@@ -214,11 +239,14 @@ func (s *Session) run() {
 			}
 			return
 		}
+		// old is the connection that just failed. It is closed only after
+		// the state says so: closing can take a while (a stop grace, or
+		// mcp-go's DELETE to a hung remote), and the state must not claim
+		// "ready" meanwhile.
+		var old *conn
 		if err == nil {
 			upSince := s.opts.Now()
-			s.mu.Lock()
-			s.cur = c
-			s.mu.Unlock()
+			s.cur.Store(c)
 			s.setState(func(st *State) {
 				st.Phase, st.Attempt, st.LastError = PhaseReady, 0, ""
 				if c.proc != nil {
@@ -226,13 +254,12 @@ func (s *Session) run() {
 				}
 			})
 			err = s.watch(c)
-			s.mu.Lock()
-			s.cur = nil
-			s.mu.Unlock()
-			c.close(s.opts.StopGrace)
+			s.cur.Store(nil)
 			if s.ctx.Err() != nil {
+				c.close(s.opts.StopGrace)
 				return
 			}
+			old = c
 			if err == nil {
 				err = errors.New("connection lost")
 			}
@@ -247,8 +274,12 @@ func (s *Session) run() {
 		for len(failures) > 0 && now.Sub(failures[0]) > s.opts.CrashLoopWindow {
 			failures = failures[1:]
 		}
+		// A crash loop is a local process that keeps dying; a remote
+		// server that is down (a redeploy, an outage) is retried at the
+		// capped backoff for as long as it takes.
 		var perm permanentError
-		if errors.As(err, &perm) || len(failures) >= s.opts.CrashLoopCount {
+		crashLoop := s.spec.local() && len(failures) >= s.opts.CrashLoopCount
+		if errors.As(err, &perm) || crashLoop {
 			msg := err.Error()
 			if !errors.As(err, &perm) {
 				msg = fmt.Sprintf("crash loop: %d failures within %s; last: %s", len(failures), s.opts.CrashLoopWindow, msg)
@@ -256,6 +287,9 @@ func (s *Session) run() {
 			s.setState(func(st *State) {
 				st.Phase, st.Attempt, st.PID, st.LastError = PhaseFailed, 0, 0, msg
 			})
+			if old != nil {
+				old.close(s.opts.StopGrace)
+			}
 			return
 		}
 
@@ -263,7 +297,11 @@ func (s *Session) run() {
 		s.setState(func(st *State) {
 			st.Phase, st.Attempt, st.PID, st.LastError = PhaseRestarting, attempt, 0, err.Error()
 		})
+		// The backoff runs while the old connection closes.
 		t := time.NewTimer(s.opts.backoff(attempt))
+		if old != nil {
+			old.close(s.opts.StopGrace)
+		}
 		select {
 		case <-t.C:
 		case <-s.ctx.Done():
@@ -418,7 +456,7 @@ func (s *Session) refreshTools(c *conn) {
 		return
 	}
 	s.mu.Lock()
-	if s.cur == c {
+	if s.cur.Load() == c {
 		s.tools = res.Tools
 	}
 	s.mu.Unlock()

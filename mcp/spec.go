@@ -87,6 +87,11 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// local reports whether the connector is a process Patchbay runs.
+func (s Spec) local() bool {
+	return s.Transport == TransportStdio || s.Transport == ""
+}
+
 // secretValues lists the values that must never appear in what Patchbay
 // keeps of the connector's output.
 func (s Spec) secretValues() []string {

@@ -16,7 +16,11 @@ import (
 
 func main() {
 	if os.Getenv("ECHO_IDLE_CHILD") == "1" {
-		select {}
+		// A sleeping loop, not select{}: the runtime kills a program whose
+		// goroutines are all blocked forever.
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	if os.Getenv("SPAWN_CHILD") == "1" {
 		cmd := exec.Command(os.Args[0])
