@@ -24,6 +24,16 @@ var mayOpen = map[string]map[string]bool{
 	"/tokens":      {ada: true, uma: true, sam: true},
 	"/api/me":      {ada: true, uma: true, sam: true},
 	"/api/users":   {ada: true},
+
+	"/connectors/list": {ada: true, uma: true, sam: true},
+	// The fixture run is uma's: hers, and support and admins may read it
+	// (another person gets 404; see TestInstallRunsArePrivate).
+	"/installs/:id":                  {ada: true, uma: true, sam: true},
+	"/admin/connectors":              {ada: true},
+	"/admin/connectors/list":         {ada: true},
+	"/admin/connectors/new":          {ada: true},
+	"/admin/connectors/:id/settings": {ada: true},
+	"/admin/connectors/:id/output":   {ada: true},
 }
 
 // requestKind is how a browser or script asks for a route.
@@ -59,12 +69,15 @@ func TestAccessMatrix(t *testing.T) {
 		}
 	}
 
-	for _, path := range signedInGETs(ts.srv) {
-		allowed, ok := mayOpen[path]
+	fx := ts.seedConnectorFixtures(t, ts.user(t, uma).ID)
+
+	for _, route := range signedInGETs(ts.srv) {
+		allowed, ok := mayOpen[route]
 		if !ok {
-			t.Errorf("GET %s: no expectation in mayOpen; add one", path)
+			t.Errorf("GET %s: no expectation in mayOpen; add one", route)
 			continue
 		}
+		path := fx.concreteGET(t, route)
 		isAPI := strings.HasPrefix(path, "/api/")
 		for _, subject := range []string{ada, uma, sam} {
 			for _, kind := range requestKinds {
@@ -110,7 +123,9 @@ func TestAccessMatrix(t *testing.T) {
 				if subject == uma {
 					target = samID
 				}
-				path := concretePath(t, rt.Path, map[string]int64{"/users/": target})
+				ids := fx.ids()
+				ids["/users/"] = target
+				path := concretePath(t, rt.Path, ids)
 				t.Run(subject+" "+path, func(t *testing.T) {
 					wantErrorPage(t, c.formPost(t, path, form), http.StatusForbidden)
 					wantErrorFragment(t, c.htmxPost(t, path, form), http.StatusForbidden)
@@ -125,7 +140,7 @@ func TestAccessMatrix(t *testing.T) {
 
 	t.Run("signed out", func(t *testing.T) {
 		anon := ts.newClient(t)
-		for _, path := range signedInGETs(ts.srv) {
+		for _, path := range fx.concreteGETs(t, ts.srv) {
 			isAPI := strings.HasPrefix(path, "/api/")
 			wantSignIn := "/signin?next=" + url.QueryEscape(path)
 			if path == "/" {
@@ -247,6 +262,26 @@ func snapshot(t *testing.T, d *db.DB) string {
 	}
 	for _, r := range roles {
 		fmt.Fprintf(&b, "role %s %v; ", r.Name, r.Capabilities)
+	}
+	globals, err := d.GlobalServers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range globals {
+		grants, err := d.GlobalGrants(ctx, g.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "shared %s enabled=%v config=%v secrets=%v grants=%d; ", g.Name, g.Enabled, g.Config, g.HasSecrets, len(grants))
+	}
+	for _, u := range users {
+		rows, err := d.UserServers(ctx, u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			fmt.Fprintf(&b, "activation %d %s; ", u.ID, r.Name)
+		}
 	}
 	return b.String()
 }

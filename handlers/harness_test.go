@@ -25,6 +25,8 @@ import (
 	"patchbay/db"
 	"patchbay/db/seal"
 	"patchbay/handlers/devidp"
+	"patchbay/mcp"
+	"patchbay/mcp/connectors"
 )
 
 // The development people, by subject.
@@ -49,15 +51,21 @@ type serverOpts struct {
 	SignInBurst    int
 	SignInRate     time.Duration
 	TrustedProxies []*net.IPNet
+	// PipArgs are the connector runtimes' extra pip arguments, such as
+	// installtest.OfflinePipArgs for the Python test connector.
+	PipArgs []string
 }
 
 // testServer is a real Patchbay HTTP server on a loopback port with a real
 // SQLite database and the real development OpenID Provider.
 type testServer struct {
-	srv    *Server
-	URL    string
-	base   *url.URL
-	db     *db.DB
+	srv  *Server
+	URL  string
+	base *url.URL
+	db   *db.DB
+	// rt runs connectors for real: processes, installs and jobs, with its
+	// data directory in a temporary directory.
+	rt     *connectors.Runtimes
 	log    *slog.Logger
 	logs   *logBuffer
 	oidc   OIDCConfig // the development provider's client registration
@@ -131,6 +139,26 @@ func newTestServer(t *testing.T, opts serverOpts) *testServer {
 		t.Fatalf("dev sign-in: %v", err)
 	}
 
+	rt := connectors.New(connectors.Config{
+		DB:      d,
+		DataDir: t.TempDir(),
+		PipArgs: opts.PipArgs,
+		Log:     log,
+		Manager: mcp.Options{
+			ConnectTimeout: 20 * time.Second,
+			BackoffBase:    50 * time.Millisecond,
+			BackoffMax:     500 * time.Millisecond,
+			StopGrace:      500 * time.Millisecond,
+		},
+		JobTimeout: 2 * time.Minute,
+	})
+	if err := rt.Start(ctx); err != nil {
+		t.Fatalf("start connector runtimes: %v", err)
+	}
+	// Registered after the database's cleanup, so it runs first: every
+	// job records its run before the database closes.
+	t.Cleanup(func() { rt.Close() })
+
 	if opts.SignInRate == 0 {
 		opts.SignInRate = time.Millisecond
 	}
@@ -139,6 +167,7 @@ func newTestServer(t *testing.T, opts serverOpts) *testServer {
 	}
 	s := New(Deps{
 		DB:             d,
+		Connectors:     rt,
 		Log:            log,
 		BaseURL:        base,
 		AdminEmails:    admins,
@@ -152,7 +181,7 @@ func newTestServer(t *testing.T, opts serverOpts) *testServer {
 	})
 	sw.h.Store(s)
 	return &testServer{
-		srv: s, URL: hs.URL, base: base, db: d, log: log, logs: logs, oidc: oidcCfg,
+		srv: s, URL: hs.URL, base: base, db: d, rt: rt, log: log, logs: logs, oidc: oidcCfg,
 		people: people, rec: &transcript{}, tr: hs.Client().Transport,
 	}
 }

@@ -74,7 +74,8 @@ func TestSecurityHeaders(t *testing.T) {
 
 	t.Run("every page", func(t *testing.T) {
 		var pages []response
-		for _, path := range signedInGETs(ts.srv) {
+		fx := ts.seedConnectorFixtures(t, ts.user(t, uma).ID)
+		for _, path := range fx.concreteGETs(t, ts.srv) {
 			for _, kind := range requestKinds {
 				pages = append(pages, admin.get(t, path, kind.header), user.get(t, path, kind.header), anon.get(t, path, kind.header))
 			}

@@ -50,9 +50,36 @@ func (s *Server) registerRoutes() {
 
 	// The portal.
 	s.handle(http.MethodGet, "/", SignedIn, s.showHome)
-	s.handle(http.MethodGet, "/connectors", SignedIn, s.showConnectors)
-	s.handle(http.MethodGet, "/marketplace", Cap(patchbay.CapRegisterLocalFromCatalog), s.showMarketplace)
 	s.handle(http.MethodGet, "/support", Cap(patchbay.CapInspectLogins), s.showSupport)
+
+	// A person's own connectors. Activating checks the capability the
+	// entry's kind needs (Runtimes.Activate); deactivating looks the name
+	// up among the caller's own connectors only.
+	s.handle(http.MethodGet, "/connectors", SignedIn, s.showConnectors)
+	s.handle(http.MethodGet, "/connectors/list", SignedIn, s.listConnectors)
+	s.handle(http.MethodGet, "/marketplace", Cap(patchbay.CapRegisterLocalFromCatalog), s.showMarketplace)
+	s.handle(http.MethodPost, "/connectors", Cap(patchbay.CapRegisterLocalFromCatalog), s.activateConnector)
+	s.handle(http.MethodPost, "/connectors/:name/deactivate", SignedIn, s.deactivateConnector)
+
+	// Install runs: Runtimes.InstallRun decides who may read one, and
+	// answers not found to anyone else.
+	s.handle(http.MethodGet, "/installs/:id", SignedIn, s.showInstall)
+
+	// Shared connectors, for catalog administrators.
+	manage := Cap(patchbay.CapManageCatalog)
+	s.handle(http.MethodGet, "/admin/connectors", manage, s.showSharedConnectors)
+	s.handle(http.MethodGet, "/admin/connectors/list", manage, s.listSharedConnectors)
+	s.handle(http.MethodGet, "/admin/connectors/new", manage, s.newSharedConnector)
+	s.handle(http.MethodPost, "/admin/connectors", manage, s.createSharedConnector)
+	s.handle(http.MethodGet, "/admin/connectors/:id/settings", manage, s.sharedConnectorSettings)
+	s.handle(http.MethodPost, "/admin/connectors/:id/settings", manage, s.saveSharedConnectorSettings)
+	s.handle(http.MethodPost, "/admin/connectors/:id/enable", manage, s.enableSharedConnector)
+	s.handle(http.MethodPost, "/admin/connectors/:id/disable", manage, s.disableSharedConnector)
+	s.handle(http.MethodPost, "/admin/connectors/:id/refresh", manage, s.refreshSharedConnector)
+	s.handle(http.MethodPost, "/admin/connectors/:id/delete", manage, s.deleteSharedConnector)
+	s.handle(http.MethodGet, "/admin/connectors/:id/output", manage, s.sharedConnectorOutput)
+	s.handle(http.MethodPost, "/admin/connectors/:id/grants", manage, s.grantSharedConnector)
+	s.handle(http.MethodPost, "/admin/connectors/:id/grants/:grant/revoke", manage, s.revokeSharedConnectorGrant)
 
 	// People and roles.
 	s.handle(http.MethodGet, "/users", Cap(patchbay.CapUsersManage), s.showUsers)

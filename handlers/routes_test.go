@@ -96,13 +96,16 @@ func TestRouteWalk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fx := ts.seedConnectorFixtures(t, umaID)
+		ids := fx.ids()
+		ids["/users/"], ids["/tokens/"] = umaID, tok.ID
 		form := url.Values{"role": {patchbay.RoleSupport}, "name": {"csrfprobe"}, "capability": {string(patchbay.CapUsersManage)}}
 		var checked int
 		for _, r := range ts.srv.Routes() {
 			if r.Method != http.MethodPost {
 				continue
 			}
-			path := concretePath(t, r.Path, map[string]int64{"/users/": umaID, "/tokens/": tok.ID})
+			path := concretePath(t, r.Path, ids)
 			t.Run(r.Method+" "+r.Path, func(t *testing.T) {
 				for _, h := range []http.Header{hdr("Origin", "http://evil.example"), hdr("Sec-Fetch-Site", "cross-site"), hdr("Sec-Fetch-Site", "same-site")} {
 					got := admin.post(t, path, withToken(form, admin.csrf), jsonReq, h)
@@ -144,22 +147,41 @@ func TestRouteWalk(t *testing.T) {
 		if toks, _ := ts.db.ListAPITokens(ctx, ts.user(t, ada).ID); len(toks) != 1 {
 			t.Errorf("admin tokens: got %d; want 1 (none created, none revoked)", len(toks))
 		}
+		if gs, _ := ts.db.GlobalServers(ctx); len(gs) != 1 || gs[0].Enabled {
+			t.Errorf("shared connectors: got %+v; want only the fixture, still disabled", gs)
+		}
+		if grants, _ := ts.db.GlobalGrants(ctx, fx.globalID); len(grants) != 1 {
+			t.Errorf("fixture grants: got %d; want 1 (none added, none revoked)", len(grants))
+		}
+		if rows, _ := ts.db.UserServers(ctx, ts.user(t, ada).ID); len(rows) != 0 {
+			t.Errorf("admin activations: got %d; want none", len(rows))
+		}
 	})
 }
 
-// concretePath fills a route's :id with a real id chosen by path prefix.
+// concretePath fills a route's parameters: :id with the id chosen by
+// path prefix, any other :param with ids[":param"].
 func concretePath(t *testing.T, path string, ids map[string]int64) string {
 	t.Helper()
-	if !strings.Contains(path, ":") {
-		return path
-	}
-	for prefix, id := range ids {
-		if strings.HasPrefix(path, prefix) {
-			return strings.Replace(path, ":id", fmt.Sprint(id), 1)
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		if !strings.HasPrefix(seg, ":") {
+			continue
+		}
+		if seg == ":id" {
+			for prefix, id := range ids {
+				if strings.HasPrefix(prefix, "/") && strings.HasPrefix(path, prefix) {
+					segs[i] = fmt.Sprint(id)
+				}
+			}
+		} else if id, ok := ids[seg]; ok {
+			segs[i] = fmt.Sprint(id)
+		}
+		if strings.HasPrefix(segs[i], ":") {
+			t.Fatalf("route %s has a parameter %s this test cannot fill; add it", path, seg)
 		}
 	}
-	t.Fatalf("route %s has a parameter this test cannot fill; add it", path)
-	return ""
+	return strings.Join(segs, "/")
 }
 
 func withToken(form url.Values, token string) url.Values {

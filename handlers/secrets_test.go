@@ -92,12 +92,18 @@ func TestSecretsNeverLeak(t *testing.T) {
 		wantStatus(t, c.get(t, cb.String()), http.StatusBadRequest)
 	}
 
+	// Connector secrets typed into the shared-connector and activation
+	// forms, with the pages that then show those connectors.
+	connectorPages := exerciseConnectorSecrets(t, ts, clients[ada], clients[uma])
+
 	// Every page and error, as everyone.
 	everyone := map[string]*client{"anonymous": anon}
 	for k, v := range clients {
 		everyone[k] = v
 	}
-	paths := append(signedInGETs(ts.srv), "/signin", "/no-such-page", "/users/1/role", "/healthz", "/readyz", "/tokens/999/revoke")
+	fx := ts.seedConnectorFixtures(t, ts.user(t, uma).ID)
+	paths := append(fx.concreteGETs(t, ts.srv), "/signin", "/no-such-page", "/users/1/role", "/healthz", "/readyz", "/tokens/999/revoke")
+	paths = append(paths, connectorPages...)
 	for _, c := range everyone {
 		for _, path := range paths {
 			for _, kind := range requestKinds {
@@ -125,6 +131,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 		"canary code":             canaryCode,
 		"canary state":            canaryState,
 		"canary code (real flow)": canaryCode2,
+	}
+	for name, v := range connectorCanaries {
+		never[name] = v
 	}
 	exchanges := ts.rec.all()
 	if len(exchanges) < 250 {

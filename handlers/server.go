@@ -13,11 +13,15 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"patchbay/db"
+	"patchbay/mcp/connectors"
 )
 
 // Deps is everything the HTTP layer needs, wired in cmd/patchbay.
 type Deps struct {
-	DB          *db.DB
+	DB *db.DB
+	// Connectors runs the shared and per-user connectors and their
+	// install jobs.
+	Connectors  *connectors.Runtimes
 	Log         *slog.Logger
 	BaseURL     *url.URL
 	AdminEmails []string

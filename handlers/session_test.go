@@ -135,7 +135,7 @@ func TestSessions(t *testing.T) {
 
 	t.Run("https uses a __Host- cookie with Secure", func(t *testing.T) {
 		base, _ := url.Parse("https://patchbay.example")
-		hs := New(Deps{DB: ts.db, Log: ts.log, BaseURL: base, Sessions: testSessions, Auth: NewAuthenticator(ts.oidc)})
+		hs := New(Deps{DB: ts.db, Log: ts.log, BaseURL: base, Sessions: testSessions, Auth: NewAuthenticator(ts.oidc), Connectors: ts.rt})
 		if got := hs.sessionCookieName(); got != "__Host-patchbay_session" {
 			t.Fatalf("got cookie name %q; want __Host-patchbay_session", got)
 		}

@@ -18,11 +18,12 @@ func (s *Server) shell(c echo.Context, title, active string) views.Shell {
 	sh.Viewer = &views.Viewer{Name: displayName(p.User), Email: p.User.Email, Role: p.User.Role}
 	sh.CSRFToken = p.CSRFToken
 	sh.Nav = views.Nav{
-		Connectors:  true,
-		Marketplace: p.Can(patchbay.CapRegisterLocalFromCatalog),
-		Users:       p.Can(patchbay.CapUsersManage),
-		Support:     p.Can(patchbay.CapInspectLogins),
-		Tokens:      p.Can(patchbay.CapAPITokens),
+		Connectors:       true,
+		Marketplace:      p.Can(patchbay.CapRegisterLocalFromCatalog),
+		SharedConnectors: p.Can(patchbay.CapManageCatalog),
+		Users:            p.Can(patchbay.CapUsersManage),
+		Support:          p.Can(patchbay.CapInspectLogins),
+		Tokens:           p.Can(patchbay.CapAPITokens),
 	}
 	return sh
 }

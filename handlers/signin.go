@@ -80,6 +80,9 @@ func (s *Server) finishSignIn(c echo.Context) error {
 		return err
 	}
 	s.setCookie(c, s.sessionCookieName(), token, s.Sessions.MaxAge)
+	// The user's own connectors start now, in the background, so they are
+	// up by the time a client asks for their tools.
+	s.Connectors.WarmUser(u.ID)
 	return c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 

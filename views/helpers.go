@@ -129,6 +129,7 @@ func navItems(n Nav) []navItem {
 	}{
 		{n.Connectors, navItem{"connectors", "Connectors", "/connectors"}},
 		{n.Marketplace, navItem{"marketplace", "Marketplace", "/marketplace"}},
+		{n.SharedConnectors, navItem{"shared-connectors", "Shared connectors", "/admin/connectors"}},
 		{n.Users, navItem{"users", "Users", "/users"}},
 		{n.Support, navItem{"support", "Support", "/support"}},
 		{n.Tokens, navItem{"tokens", "Tokens", "/tokens"}},

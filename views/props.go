@@ -9,6 +9,8 @@ package views
 // from the viewer's capabilities; the view only hides links, it never grants.
 type Nav struct {
 	Connectors, Marketplace, Users, Support, Tokens bool
+	// SharedConnectors is the admin page of shared (global) connectors.
+	SharedConnectors bool
 }
 
 // Viewer is the signed-in person as the header shows them.
@@ -20,8 +22,9 @@ type Viewer struct {
 type Shell struct {
 	// Title is the page title, shown before " · Patchbay".
 	Title string
-	// Active is the current section: "connectors", "marketplace", "users",
-	// "support" or "tokens". Its nav link gets aria-current="page".
+	// Active is the current section: "connectors", "marketplace",
+	// "shared-connectors", "users", "support" or "tokens". Its nav link
+	// gets aria-current="page".
 	Active string
 	// Viewer is nil when signed out.
 	Viewer *Viewer
@@ -49,18 +52,24 @@ type SignInProps struct {
 	Next string
 }
 
-// ConnectorsProps is the connectors page.
+// ConnectorsProps is the viewer's connectors page and its list partial.
 type ConnectorsProps struct {
 	Shell Shell
 	// CanBrowseMarketplace points the empty state at /marketplace instead
 	// of telling the viewer to ask an admin.
 	CanBrowseMarketplace bool
+	// Connectors are the viewer's own connectors and the shared ones
+	// granted to them.
+	Connectors []ConnectorRow
+	// Flash reports the last action on the list.
+	Flash string
 }
 
-// MarketplaceProps is the marketplace page. No feed exists yet, so it only
-// says so.
+// MarketplaceProps is the marketplace page: the catalog entries the viewer
+// may activate for themselves.
 type MarketplaceProps struct {
-	Shell Shell
+	Shell   Shell
+	Entries []MarketplaceEntry
 }
 
 // ErrorProps is an error shown as a full page or as an HTMX fragment.

@@ -47,7 +47,7 @@ func signedIn(active string) Shell {
 		Title:     "Page",
 		Active:    active,
 		Viewer:    &Viewer{Name: "Ada Admin", Email: "ada@example.com", Role: "admin"},
-		Nav:       Nav{Connectors: true, Marketplace: true, Users: true, Support: true, Tokens: true},
+		Nav:       Nav{Connectors: true, Marketplace: true, Users: true, Support: true, Tokens: true, SharedConnectors: true},
 		CSRFToken: testCSRF,
 	}
 }
@@ -129,11 +129,29 @@ func everything(s string) []namedComponent {
 		{"TokensPage", true, TokensPage(tokensProps(shell, s))},
 		{"TokensPage empty", true, TokensPage(TokensProps{Shell: shell})},
 		{"TokensPanel", false, TokensPanel(tokensProps(shell, s))},
+		{"ConnectorsPage with connectors", true, ConnectorsPage(connectorsProps(shell, s))},
+		{"ConnectorsList", false, ConnectorsList(connectorsProps(shell, s))},
+		{"MarketplacePage with entries", true, MarketplacePage(marketplaceProps(shell, s))},
+		{"SharedConnectorsPage", true, SharedConnectorsPage(sharedProps(shell, s))},
+		{"SharedConnectorsPage empty", true, SharedConnectorsPage(SharedConnectorsProps{Shell: shell, CatalogEmpty: true})},
+		{"SharedConnectorsPage nothing shareable", true, SharedConnectorsPage(SharedConnectorsProps{Shell: shell})},
+		{"SharedConnectorsList", false, SharedConnectorsList(sharedProps(shell, s))},
+		{"ConnectorFormPage", true, ConnectorFormPage(formProps(shell, s, 0))},
+		{"ConnectorForm", false, ConnectorForm(formProps(shell, s, 0))},
+		{"ConnectorForm editing", false, ConnectorForm(formProps(shell, s, 7))},
+		{"InstallPage running", true, InstallPage(installProps(shell, s, InstallRunning))},
+		{"InstallPage failed", true, InstallPage(installProps(shell, s, InstallFailed))},
+		{"InstallProgress running", false, InstallProgress(installProps(shell, s, InstallRunning))},
+		{"InstallProgress succeeded", false, InstallProgress(installProps(shell, s, InstallSucceeded))},
+		{"ConnectorOutputPage", true, ConnectorOutputPage(ConnectorOutputProps{Shell: shell, ID: 7, Name: "out-" + s, Output: "stderr " + s})},
+		{"ConnectorOutput empty", false, ConnectorOutput(ConnectorOutputProps{Shell: shell, ID: 7, Name: "out"})},
+		{"PanelNotice", false, PanelNotice("Added " + s)},
 	}
 }
 
 func TestNavShowsOnlyFlaggedItems(t *testing.T) {
-	all := []string{"connectors", "marketplace", "users", "support", "tokens"}
+	all := []string{"connectors", "marketplace", "shared-connectors", "users", "support", "tokens"}
+	hrefs := map[string]string{"shared-connectors": "/admin/connectors"}
 	tests := []struct {
 		name   string
 		nav    Nav
@@ -143,7 +161,8 @@ func TestNavShowsOnlyFlaggedItems(t *testing.T) {
 		{"no flags hides the nav", Nav{}, "", nil},
 		{"a user sees connectors, marketplace and tokens", Nav{Connectors: true, Marketplace: true, Tokens: true}, "tokens", []string{"connectors", "marketplace", "tokens"}},
 		{"support sees support only", Nav{Support: true}, "support", []string{"support"}},
-		{"an admin sees everything", Nav{true, true, true, true, true}, "users", all},
+		{"an admin sees everything", Nav{true, true, true, true, true, true}, "users", all},
+		{"a catalog admin sees shared connectors", Nav{Connectors: true, SharedConnectors: true}, "shared-connectors", []string{"connectors", "shared-connectors"}},
 		{"an unflagged active section is not shown", Nav{Connectors: true}, "users", []string{"connectors"}},
 	}
 	for _, tt := range tests {
@@ -166,8 +185,12 @@ func TestNavShowsOnlyFlaggedItems(t *testing.T) {
 				if !shown {
 					continue
 				}
-				if href, _ := link.Attr("href"); href != "/"+key {
-					t.Errorf("nav-%s href = %q; want %q", key, href, "/"+key)
+				wantHref := hrefs[key]
+				if wantHref == "" {
+					wantHref = "/" + key
+				}
+				if href, _ := link.Attr("href"); href != wantHref {
+					t.Errorf("nav-%s href = %q; want %q", key, href, wantHref)
 				}
 				cur, has := link.Attr("aria-current")
 				if want := key == tt.active; has != want || (has && cur != "page") {

@@ -14,11 +14,11 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"patchbay/cmd/patchbay/internal/browser"
 	"patchbay/cmd/patchbay/internal/realop"
+	"patchbay/handlers/browsertest"
 )
 
-// waitTimeout bounds one wait for a page state; browser.Timeout bounds the
+// waitTimeout bounds one wait for a page state; browsertest.Timeout bounds the
 // whole test.
 const waitTimeout = 15 * time.Second
 
@@ -36,7 +36,14 @@ const (
 // timeout it fails the test with where the tab is and what it shows.
 func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	waitForWithin(t, ctx, what, predicate, waitTimeout)
+}
+
+// waitForWithin is waitFor with its own deadline, for waits on real work
+// such as a dependency install.
+func waitForWithin(t *testing.T, ctx context.Context, what, predicate string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+predicate+")"))
@@ -49,7 +56,7 @@ func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			href, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
 			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-			t.Fatalf("waiting for %s: still not there after %v (last error %v); page %s shows:\n%s", what, waitTimeout, lastErr, href, text)
+			t.Fatalf("waiting for %s: still not there after %v (last error %v); page %s shows:\n%s", what, timeout, lastErr, href, text)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -175,7 +182,7 @@ const (
 // development identity provider: sign-in, the token panel (HTMX), the
 // people page, and sign-out, with a second person in another browser.
 func TestBrowserDevSignInJourney(t *testing.T) {
-	ctx := browser.NewBrowser(t)
+	ctx := browsertest.NewBrowser(t)
 	pb := startPatchbay(t, nil)
 	dialogs := acceptDialogs(t, ctx)
 
@@ -326,7 +333,7 @@ func TestBrowserDevSignInJourney(t *testing.T) {
 // user role gets 403 for the people page, its HTMX partial, its JSON twin
 // and its actions, and the page says plainly that it is not allowed.
 func TestBrowserForbiddenPageForAPersonWithoutTheCapability(t *testing.T) {
-	ctx := browser.NewBrowser(t)
+	ctx := browsertest.NewBrowser(t)
 	pb := startPatchbay(t, nil)
 	do(t, ctx, "opening the sign-in page", chromedp.Navigate(pb.URL+"/signin"))
 	devSignIn(t, ctx, "Uma User")
@@ -375,7 +382,7 @@ func TestBrowserForbiddenPageForAPersonWithoutTheCapability(t *testing.T) {
 // development sign-in anywhere, the admin list grants admin, and each
 // sign-in gets a fresh session.
 func TestBrowserRealOpenIDProviderSignIn(t *testing.T) {
-	ctx := browser.NewBrowser(t)
+	ctx := browsertest.NewBrowser(t)
 	pb, op := startWithRealOP(t)
 
 	do(t, ctx, "opening /connectors signed out", chromedp.Navigate(pb.URL+"/connectors"))

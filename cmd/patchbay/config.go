@@ -30,6 +30,7 @@ type Config struct {
 	SessionIdle      time.Duration
 	SessionMaxAge    time.Duration
 	ShutdownTimeout  time.Duration
+	ConnectorIdle    time.Duration
 }
 
 // bindFlags declares the shared settings on fs.
@@ -49,6 +50,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionIdle, "session-idle", 12*time.Hour, "sign out after this long without a request")
 	fs.DurationVar(&c.SessionMaxAge, "session-max-age", 7*24*time.Hour, "sign out this long after sign-in")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a graceful shutdown may take")
+	fs.DurationVar(&c.ConnectorIdle, "connector-idle", 30*time.Minute, "stop a user's own connectors after this long unused")
 }
 
 // envName is a flag's environment twin: --oidc-issuer is PATCHBAY_OIDC_ISSUER.
@@ -128,7 +130,7 @@ func (c *Config) validate() error {
 	if _, err := c.trustedProxies(); err != nil {
 		return err
 	}
-	if c.SessionIdle <= 0 || c.SessionMaxAge <= 0 || c.ShutdownTimeout <= 0 {
+	if c.SessionIdle <= 0 || c.SessionMaxAge <= 0 || c.ShutdownTimeout <= 0 || c.ConnectorIdle <= 0 {
 		return usageError{errors.New("durations must be positive")}
 	}
 	return nil

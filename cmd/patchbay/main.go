@@ -37,6 +37,7 @@ Commands:
   version      print the version
   user add     --email E --role R: add a person (or change their role) before they sign in
   token create --email E --name N: mint a personal access token (printed once)
+  catalog add  --dir D: add or update a catalog connector from D/connector.json
   rotate-key   re-seal every stored secret under a new key
   backup       --to FILE: write a consistent, integrity-checked copy of the database
 
@@ -51,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cmd, args = args[0], args[1:]
 	}
 	// Two-word commands.
-	if (cmd == "user" || cmd == "token") && len(args) > 0 {
+	if (cmd == "user" || cmd == "token" || cmd == "catalog") && len(args) > 0 {
 		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	switch cmd {
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runUserAdd(ctx, args, getenv, stdout)
 	case "token create":
 		return runTokenCreate(ctx, args, getenv, stdout)
+	case "catalog add":
+		return runCatalogAdd(ctx, args, getenv, stdout)
 	case "rotate-key":
 		return runRotateKey(ctx, args, getenv, stdout)
 	case "backup":

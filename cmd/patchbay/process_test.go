@@ -37,8 +37,10 @@ var binary struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		os.RemoveAll(binary.dir)
+	for _, dir := range []string{binary.dir, testServers.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

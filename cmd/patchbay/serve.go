@@ -16,6 +16,7 @@ import (
 	"patchbay/db"
 	"patchbay/handlers"
 	"patchbay/handlers/devidp"
+	"patchbay/mcp/connectors"
 )
 
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -39,6 +40,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer d.Close()
 
+	// Global connectors connect in the background, so a slow one never
+	// delays the web server; Close stops every connector at shutdown.
+	rt := connectors.New(connectors.Config{DB: d, DataDir: cfg.DataDir, IdleTimeout: cfg.ConnectorIdle, Log: log})
+	if err := rt.Start(ctx); err != nil {
+		return fmt.Errorf("connectors: %w", err)
+	}
+	defer rt.Close()
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -56,6 +65,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AdminEmails: splitList(cfg.AdminEmails),
 		Sessions:    db.SessionPolicy{Idle: cfg.SessionIdle, MaxAge: cfg.SessionMaxAge},
 		Version:     version,
+		Connectors:  rt,
 	}
 	deps.TrustedProxies, _ = cfg.trustedProxies()
 	oidcCfg := handlers.OIDCConfig{
@@ -99,6 +109,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	rt.Close()
 	log.Info("stopped")
 	return nil
 }

@@ -1,9 +1,9 @@
-// Package browser starts the headless Chromium that Patchbay's browser tests
+// Package browsertest starts the headless Chromium that Patchbay's browser tests
 // drive through chromedp.
 //
 // It is for tests only, but it is a normal package so that tests in several
 // packages can share it.
-package browser
+package browsertest
 
 import (
 	"context"
@@ -23,7 +23,7 @@ const DefaultExecPath = "/usr/bin/chromium"
 // Timeout bounds everything a test does with the context NewBrowser returns.
 // It is generous because CI machines are small (2 cores) and a sign-in runs
 // several page loads through two servers.
-const Timeout = 60 * time.Second
+const Timeout = 2 * time.Minute
 
 // ExecPath returns the Chromium binary the tests use: $CHROME_PATH when set,
 // otherwise DefaultExecPath.
@@ -39,7 +39,7 @@ func ExecPath() string {
 func Available() error {
 	p := ExecPath()
 	if _, err := exec.LookPath(p); err != nil {
-		return fmt.Errorf("browser: no chromium at %s (install Debian's chromium package or set CHROME_PATH): %w", p, err)
+		return fmt.Errorf("browsertest: no chromium at %s (install Debian's chromium package or set CHROME_PATH): %w", p, err)
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func NewBrowser(t testing.TB) context.Context {
 	})
 
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("browser: starting chromium %s: %v", ExecPath(), err)
+		t.Fatalf("browsertest: starting chromium %s: %v", ExecPath(), err)
 	}
 
 	tctx, tcancel := context.WithTimeout(ctx, Timeout)

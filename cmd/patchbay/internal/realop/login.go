@@ -43,7 +43,7 @@ const readState = `(() => ({
 var markStale = chromedp.Evaluate[chromedp.Void](`window.__realopStale = true`)
 
 // Login signs the test account in on the provider's pages, in the tab of
-// ctx (a chromedp context, e.g. from browser.NewBrowser). Call it once the
+// ctx (a chromedp context, e.g. from browsertest.NewBrowser). Call it once the
 // browser is on its way to, or on, the provider's login page, typically
 // right after navigating to the relying party's sign-in URL.
 //

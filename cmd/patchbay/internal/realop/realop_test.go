@@ -15,8 +15,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"patchbay/cmd/patchbay/internal/browser"
 	"patchbay/cmd/patchbay/internal/realop"
+	"patchbay/handlers/browsertest"
 )
 
 // TestSignIn runs the whole authorization code flow through the real
@@ -26,7 +26,7 @@ import (
 // shows the email.
 func TestSignIn(t *testing.T) {
 	realop.Require(t)
-	ctx := browser.NewBrowser(t)
+	ctx := browsertest.NewBrowser(t)
 	rp := newTestRP(t)
 	op := realop.Start(t, rp.callbackURL())
 	rp.connect(t, op)
@@ -62,7 +62,7 @@ func TestSignIn(t *testing.T) {
 // that a passing sign-in test means the right credentials were typed.
 func TestWrongPassword(t *testing.T) {
 	realop.Require(t)
-	ctx := browser.NewBrowser(t)
+	ctx := browsertest.NewBrowser(t)
 	rp := newTestRP(t)
 	op := realop.Start(t, rp.callbackURL())
 	rp.connect(t, op)
