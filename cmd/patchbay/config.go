@@ -31,6 +31,7 @@ type Config struct {
 	SessionMaxAge    time.Duration
 	ShutdownTimeout  time.Duration
 	ConnectorIdle    time.Duration
+	Sandbox          string
 }
 
 // bindFlags declares the shared settings on fs.
@@ -51,6 +52,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionMaxAge, "session-max-age", 7*24*time.Hour, "sign out this long after sign-in")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long a graceful shutdown may take")
 	fs.DurationVar(&c.ConnectorIdle, "connector-idle", 30*time.Minute, "stop a user's own connectors after this long unused")
+	fs.StringVar(&c.Sandbox, "sandbox", "none", "run local connectors under: none (own process group and PID namespace) or bwrap (bubblewrap: only their own directory)")
 }
 
 // envName is a flag's environment twin: --oidc-issuer is PATCHBAY_OIDC_ISSUER.
@@ -129,6 +131,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := c.trustedProxies(); err != nil {
 		return err
+	}
+	if c.Sandbox != "none" && c.Sandbox != "bwrap" {
+		return usageError{fmt.Errorf("--sandbox %q: want none or bwrap", c.Sandbox)}
 	}
 	if c.SessionIdle <= 0 || c.SessionMaxAge <= 0 || c.ShutdownTimeout <= 0 || c.ConnectorIdle <= 0 {
 		return usageError{errors.New("durations must be positive")}

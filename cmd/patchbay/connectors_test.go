@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"patchbay/db"
+	"patchbay/mcp"
 )
 
 // testServers are the Go test MCP servers, built once for the tests that
@@ -176,5 +177,65 @@ func TestCatalogAddRefusesABadManifest(t *testing.T) {
 	}
 	if _, err := runPatchbay(t, nil, "catalog", "add", "--data-dir", dataDir); err == nil || !strings.Contains(err.Error(), "--dir is required") {
 		t.Errorf("without --dir: %v", err)
+	}
+}
+
+// With --sandbox bwrap, a connector runs in its own mount namespace where
+// only its own directory and the system's read-only files exist: not the
+// host's /etc/shadow, not Patchbay's database or key.
+func TestServeSandboxRunsConnectorsUnderBwrap(t *testing.T) {
+	if !mcp.BwrapAvailable() {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bubblewrap is required in CI")
+		}
+		t.Skip("bwrap is not usable here")
+	}
+	dataDir := t.TempDir()
+	markBytes := make([]byte, 8)
+	rand.Read(markBytes)
+	mark := "PB_E2E_MARK=" + hex.EncodeToString(markBytes)
+	k, v, _ := strings.Cut(mark, "=")
+	conn := writeConnector(t, map[string]any{
+		"name": "echo", "kind": "local", "scope": "both", "transport": "stdio",
+		"command": testServerPath(t, "echo"), "env": map[string]string{k: v},
+	})
+	mustRunPatchbay(t, nil, "catalog", "add", "--data-dir", dataDir, "--dir", conn)
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(dataDir, "patchbay.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := d.CatalogEntryByName(ctx, "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateGlobalServer(ctx, 0, db.GlobalServer{CatalogID: entry.ID, Name: "echo", Enabled: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+
+	startPatchbay(t, nil, "--data-dir", dataDir, "--sandbox", "bwrap")
+	pids := waitForPids(t, "the sandboxed connector to run", mark, func(n int) bool { return n >= 1 })
+	root := fmt.Sprintf("/proc/%d/root", pids[0])
+	own, _ := os.Readlink("/proc/self/ns/mnt")
+	theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pids[0]))
+	if err != nil || theirs == own {
+		t.Fatalf("connector mount namespace %q (err %v); want one of its own, not %q", theirs, err, own)
+	}
+	installDir := filepath.Join(dataDir, "connectors", "global", "echo")
+	if _, err := os.Stat(root + installDir); err != nil {
+		t.Errorf("the connector cannot see its own directory: %v", err)
+	}
+	for _, hidden := range []string{"/etc/shadow", filepath.Join(dataDir, "patchbay.db"), filepath.Join(dataDir, "secret.key")} {
+		if _, err := os.Stat(root + hidden); !os.IsNotExist(err) {
+			t.Errorf("the sandboxed connector can see %s (stat: %v)", hidden, err)
+		}
+	}
+}
+
+func TestServeRefusesAnUnknownSandbox(t *testing.T) {
+	_, err := runPatchbay(t, nil, "serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--sandbox", "docker")
+	if err == nil || !strings.Contains(err.Error(), `--sandbox "docker": want none or bwrap`) {
+		t.Errorf("got %v", err)
 	}
 }

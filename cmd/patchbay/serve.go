@@ -16,6 +16,7 @@ import (
 	"patchbay/db"
 	"patchbay/handlers"
 	"patchbay/handlers/devidp"
+	"patchbay/mcp"
 	"patchbay/mcp/connectors"
 )
 
@@ -42,7 +43,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	// Global connectors connect in the background, so a slow one never
 	// delays the web server; Close stops every connector at shutdown.
-	rt := connectors.New(connectors.Config{DB: d, DataDir: cfg.DataDir, IdleTimeout: cfg.ConnectorIdle, Log: log})
+	ccfg := connectors.Config{DB: d, DataDir: cfg.DataDir, IdleTimeout: cfg.ConnectorIdle, Log: log}
+	if cfg.Sandbox == "bwrap" {
+		if !mcp.BwrapAvailable() {
+			return errors.New("--sandbox bwrap: bubblewrap (bwrap) is missing or cannot create a sandbox here; install Debian's bubblewrap package or use --sandbox none")
+		}
+		ccfg.Manager.Runner = mcp.BwrapRunner{Logger: log}
+	}
+	rt := connectors.New(ccfg)
 	if err := rt.Start(ctx); err != nil {
 		return fmt.Errorf("connectors: %w", err)
 	}
