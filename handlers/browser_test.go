@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -15,43 +14,6 @@ import (
 	"patchbay/handlers/browsertest"
 	"patchbay/mcp/install/installtest"
 )
-
-// browserWait polls a JavaScript predicate in the tab until it holds.
-func browserWait(t *testing.T, ctx context.Context, what, predicate string, deadline time.Duration) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	var lastErr error
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+predicate+")"))
-		if err == nil && ok {
-			return
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if time.Now().After(end) || ctx.Err() != nil {
-			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-			t.Fatalf("waiting for %s: not there after %v (last error %v); page shows:\n%s", what, deadline, lastErr, text)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-func browserDo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func browserEval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
 
 // TestBrowserInstallProgressPolls adds a shared connector in a real
 // browser and watches the progress panel replace itself by HTMX polling
@@ -83,19 +45,19 @@ func TestBrowserInstallProgressPolls(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("setting the session cookie: %v", err)
 	}
-	browserDo(t, ctx, "opening the shared connectors", chromedp.Navigate(ts.URL+"/admin/connectors"))
-	browserWait(t, ctx, "htmx on the shared connectors page", `document.readyState === "complete" && !!window.htmx && !!document.querySelector("[data-testid=catalog-pick-form]")`, 15*time.Second)
-	browserDo(t, ctx, "marking the page", chromedp.Evaluate[chromedp.Void](`window.__samePage = true`))
+	browsertest.Do(t, ctx, "opening the shared connectors", chromedp.Navigate(ts.URL+"/admin/connectors"))
+	browsertest.WaitFor(t, ctx, "htmx on the shared connectors page", `document.readyState === "complete" && !!window.htmx && !!document.querySelector("[data-testid=catalog-pick-form]")`, 15*time.Second)
+	browsertest.Do(t, ctx, "marking the page", chromedp.Evaluate[chromedp.Void](`window.__samePage = true`))
 
-	browserDo(t, ctx, "choosing the catalog entry", chromedp.Click(chromedp.CSS("[data-testid=catalog-pick-submit]")))
-	browserWait(t, ctx, "the add form in the panel", `!!document.querySelector("#connector-panel [data-testid=connector-form]")`, 15*time.Second)
-	browserDo(t, ctx, "typing the secret", chromedp.SendKeys(chromedp.CSS(`input[name="secret.KEY"]`), "browser-secret-value"))
-	browserDo(t, ctx, "adding the connector", chromedp.Click(chromedp.CSS("[data-testid=connector-form-submit]")))
+	browsertest.Do(t, ctx, "choosing the catalog entry", chromedp.Click(chromedp.CSS("[data-testid=catalog-pick-submit]")))
+	browsertest.WaitFor(t, ctx, "the add form in the panel", `!!document.querySelector("#connector-panel [data-testid=connector-form]")`, 15*time.Second)
+	browsertest.Do(t, ctx, "typing the secret", chromedp.SendKeys(chromedp.CSS(`input[name="secret.KEY"]`), "browser-secret-value"))
+	browsertest.Do(t, ctx, "adding the connector", chromedp.Click(chromedp.CSS("[data-testid=connector-form-submit]")))
 
-	browserWait(t, ctx, "the progress panel", `!!document.querySelector("#connector-panel [data-testid=install-progress]")`, 15*time.Second)
+	browsertest.WaitFor(t, ctx, "the progress panel", `!!document.querySelector("#connector-panel [data-testid=install-progress]")`, 15*time.Second)
 	// Record every status the panel shows, and how many panels (one per
 	// poll) replaced the first, until it stops polling.
-	browserDo(t, ctx, "watching the panel", chromedp.Evaluate[chromedp.Void](`
+	browsertest.Do(t, ctx, "watching the panel", chromedp.Evaluate[chromedp.Void](`
 		window.__statuses = [];
 		window.__swaps = 0;
 		const seen = () => {
@@ -109,29 +71,29 @@ func TestBrowserInstallProgressPolls(t *testing.T) {
 		});
 		new MutationObserver(seen).observe(document.getElementById("connector-panel"), {subtree: true, childList: true, attributes: true});
 	`))
-	browserWait(t, ctx, "the install to succeed", `document.querySelector("#connector-panel [data-testid=install-progress]").dataset.status === "succeeded"`, 2*time.Minute)
+	browsertest.WaitFor(t, ctx, "the install to succeed", `document.querySelector("#connector-panel [data-testid=install-progress]").dataset.status === "succeeded"`, 2*time.Minute)
 
-	statuses := browserEval[[]string](t, ctx, `window.__statuses`)
+	statuses := browsertest.Eval[[]string](t, ctx, `window.__statuses`)
 	if len(statuses) == 0 || statuses[len(statuses)-1] != "succeeded" {
 		t.Errorf("got statuses %q; want them to end with succeeded", statuses)
 	}
 	if strings.Contains(wantLog, "tinypkg") && (len(statuses) < 2 || statuses[0] != "running") {
 		t.Errorf("got statuses %q; want running first, then succeeded", statuses)
 	}
-	log := browserEval[string](t, ctx, `document.querySelector("#connector-panel [data-testid=install-log]").textContent`)
+	log := browsertest.Eval[string](t, ctx, `document.querySelector("#connector-panel [data-testid=install-log]").textContent`)
 	if !strings.Contains(log, wantLog) {
 		t.Errorf("got log %q; want %q", log, wantLog)
 	}
-	if browserEval[bool](t, ctx, `document.querySelector("#connector-panel [data-testid=install-progress]").hasAttribute("hx-trigger")`) {
+	if browsertest.Eval[bool](t, ctx, `document.querySelector("#connector-panel [data-testid=install-progress]").hasAttribute("hx-trigger")`) {
 		t.Error("the finished panel still has hx-trigger; want polling stopped")
 	}
-	browserWait(t, ctx, "the list to show the connector ready", fmt.Sprintf(
+	browsertest.WaitFor(t, ctx, "the list to show the connector ready", fmt.Sprintf(
 		`!!document.querySelector('#shared-connectors [data-connector=%q] [data-phase="ready"]')`, entry.Name), 15*time.Second)
-	if !browserEval[bool](t, ctx, `window.__samePage === true`) {
+	if !browsertest.Eval[bool](t, ctx, `window.__samePage === true`) {
 		t.Error("the page was reloaded; want only HTMX swaps")
 	}
-	if got := browserEval[string](t, ctx, `document.body.innerHTML`); strings.Contains(got, "browser-secret-value") {
+	if got := browsertest.Eval[string](t, ctx, `document.body.innerHTML`); strings.Contains(got, "browser-secret-value") {
 		t.Error("the page shows the secret that was typed; want it gone with the form")
 	}
-	t.Logf("statuses seen: %q; polled swaps: %d", statuses, browserEval[int](t, ctx, `window.__swaps`))
+	t.Logf("statuses seen: %q; polled swaps: %d", statuses, browsertest.Eval[int](t, ctx, `window.__swaps`))
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -174,25 +175,25 @@ func (s *Server) sharedConnector(c echo.Context) (db.GlobalServer, error) {
 	return s.DB.GlobalServerByID(c.Request().Context(), id)
 }
 
+// enableSharedConnector enables a shared connector, which installs and
+// connects it.
 func (s *Server) enableSharedConnector(c echo.Context) error {
-	g, err := s.sharedConnector(c)
-	if err != nil {
-		return err
-	}
-	job, err := s.Connectors.EnableGlobal(c.Request().Context(), principalFrom(c).User.ID, g.ID)
-	if err != nil {
-		return err
-	}
-	return s.respondInstall(c, job.RunID)
+	return s.runSharedJob(c, s.Connectors.EnableGlobal)
 }
 
 // refreshSharedConnector reinstalls a shared connector from its source.
 func (s *Server) refreshSharedConnector(c echo.Context) error {
+	return s.runSharedJob(c, s.Connectors.RefreshGlobal)
+}
+
+// runSharedJob runs op on the shared connector the path names and answers
+// with the progress of the install it started.
+func (s *Server) runSharedJob(c echo.Context, op func(ctx context.Context, actorID, id int64) (*connectors.Job, error)) error {
 	g, err := s.sharedConnector(c)
 	if err != nil {
 		return err
 	}
-	job, err := s.Connectors.RefreshGlobal(c.Request().Context(), principalFrom(c).User.ID, g.ID)
+	job, err := op(c.Request().Context(), principalFrom(c).User.ID, g.ID)
 	if err != nil {
 		return err
 	}

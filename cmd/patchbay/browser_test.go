@@ -43,41 +43,19 @@ func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
 // such as a dependency install.
 func waitForWithin(t *testing.T, ctx context.Context, what, predicate string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+predicate+")"))
-		if err == nil && ok {
-			return
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			href, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
-			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-			t.Fatalf("waiting for %s: still not there after %v (last error %v); page %s shows:\n%s", what, timeout, lastErr, href, text)
-		}
-		time.Sleep(pollEvery)
-	}
+	browsertest.WaitFor(t, ctx, what, predicate, timeout)
 }
 
 // do runs steps in the tab and fails the test on error.
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	browsertest.Do(t, ctx, what, steps...)
 }
 
 // eval evaluates a JavaScript expression (awaiting a promise) in the tab.
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return browsertest.Eval[T](t, ctx, expr)
 }
 
 // text returns the trimmed text content of the first element matching css.

@@ -63,6 +63,43 @@ func writeConnector(t *testing.T, m map[string]any) string {
 	return dir
 }
 
+// addMarkedGlobal adds a connector running command to dataDir's catalog
+// with `patchbay catalog add` and makes it an enabled global connector. It
+// returns the KEY=VALUE marker in its declared environment, which its
+// processes (and any they start) carry, so markedPids can find them.
+func addMarkedGlobal(t *testing.T, dataDir, name, command string) string {
+	t.Helper()
+	markBytes := make([]byte, 8)
+	rand.Read(markBytes)
+	mark := "PB_E2E_MARK=" + hex.EncodeToString(markBytes)
+	k, v, _ := strings.Cut(mark, "=")
+	conn := writeConnector(t, map[string]any{
+		"name": name, "kind": "local", "scope": "both", "transport": "stdio",
+		"command": command, "env": map[string]string{k: v},
+	})
+	out := mustRunPatchbay(t, nil, "catalog", "add", "--data-dir", dataDir, "--dir", conn)
+	if want := "catalog entry " + name + " (local/stdio, scope both) saved"; !strings.Contains(out, want) {
+		t.Errorf("catalog add printed %q; want %q", out, want)
+	}
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(dataDir, "patchbay.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	entry, err := d.CatalogEntryByName(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry.Source != conn || entry.Command != command {
+		t.Errorf("catalog entry: source %q command %q; want %q and %q", entry.Source, entry.Command, conn, command)
+	}
+	if _, err := d.CreateGlobalServer(ctx, 0, db.GlobalServer{CatalogID: entry.ID, Name: name, Enabled: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return mark
+}
+
 // markedPids lists live processes whose environment holds mark: a
 // connector's declared variable, inherited by any grandchild it spawns.
 func markedPids(mark string) []int {
@@ -111,34 +148,7 @@ func TestServeRunsGlobalConnectorsAndLeavesNoOrphans(t *testing.T) {
 		t.Skip("needs /proc")
 	}
 	dataDir := t.TempDir()
-	markBytes := make([]byte, 8)
-	rand.Read(markBytes)
-	mark := "PB_E2E_MARK=" + hex.EncodeToString(markBytes)
-	k, v, _ := strings.Cut(mark, "=")
-	conn := writeConnector(t, map[string]any{
-		"name": "forker", "title": "Spawns a grandchild", "kind": "local", "scope": "both", "transport": "stdio",
-		"command": testServerPath(t, "forker"), "env": map[string]string{k: v},
-	})
-	out := mustRunPatchbay(t, nil, "catalog", "add", "--data-dir", dataDir, "--dir", conn)
-	if !strings.Contains(out, "catalog entry forker (local/stdio, scope both) saved") {
-		t.Errorf("catalog add printed %q", out)
-	}
-	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(dataDir, "patchbay.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry, err := d.CatalogEntryByName(ctx, "forker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if entry.Source != conn || entry.Command != testServerPath(t, "forker") {
-		t.Errorf("catalog entry: source %q command %q", entry.Source, entry.Command)
-	}
-	if _, err := d.CreateGlobalServer(ctx, 0, db.GlobalServer{CatalogID: entry.ID, Name: "forker", Enabled: true}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
+	mark := addMarkedGlobal(t, dataDir, "forker", testServerPath(t, "forker"))
 
 	for _, stop := range []struct {
 		name string
@@ -191,28 +201,7 @@ func TestServeSandboxRunsConnectorsUnderBwrap(t *testing.T) {
 		t.Skip("bwrap is not usable here")
 	}
 	dataDir := t.TempDir()
-	markBytes := make([]byte, 8)
-	rand.Read(markBytes)
-	mark := "PB_E2E_MARK=" + hex.EncodeToString(markBytes)
-	k, v, _ := strings.Cut(mark, "=")
-	conn := writeConnector(t, map[string]any{
-		"name": "echo", "kind": "local", "scope": "both", "transport": "stdio",
-		"command": testServerPath(t, "echo"), "env": map[string]string{k: v},
-	})
-	mustRunPatchbay(t, nil, "catalog", "add", "--data-dir", dataDir, "--dir", conn)
-	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(dataDir, "patchbay.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry, err := d.CatalogEntryByName(ctx, "echo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.CreateGlobalServer(ctx, 0, db.GlobalServer{CatalogID: entry.ID, Name: "echo", Enabled: true}, nil); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
+	mark := addMarkedGlobal(t, dataDir, "echo", testServerPath(t, "echo"))
 
 	startPatchbay(t, nil, "--data-dir", dataDir, "--sandbox", "bwrap")
 	pids := waitForPids(t, "the sandboxed connector to run", mark, func(n int) bool { return n >= 1 })

@@ -150,11 +150,7 @@ func (r *Runtimes) UpdateGlobal(ctx context.Context, actorID, id int64, inputs m
 
 // DisableGlobal stops a global connector and keeps its settings.
 func (r *Runtimes) DisableGlobal(ctx context.Context, actorID, id int64) error {
-	g, err := r.db.GlobalServerByID(ctx, id)
-	if err != nil {
-		return err
-	}
-	unlock, err := r.lockTarget(ctx, r.globalTarget(g))
+	g, unlock, err := r.lockedGlobal(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -169,11 +165,7 @@ func (r *Runtimes) DisableGlobal(ctx context.Context, actorID, id int64) error {
 // DeleteGlobal stops a global connector and removes it, its grants and
 // its installed files.
 func (r *Runtimes) DeleteGlobal(ctx context.Context, actorID, id int64) error {
-	g, err := r.db.GlobalServerByID(ctx, id)
-	if err != nil {
-		return err
-	}
-	unlock, err := r.lockTarget(ctx, r.globalTarget(g))
+	g, unlock, err := r.lockedGlobal(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -186,6 +178,19 @@ func (r *Runtimes) DeleteGlobal(ctx context.Context, actorID, id int64) error {
 		r.log.Warn("removing a deleted connector's files", "connector", g.Name, "err", err)
 	}
 	return nil
+}
+
+// lockedGlobal loads a global connector and takes its lock.
+func (r *Runtimes) lockedGlobal(ctx context.Context, id int64) (db.GlobalServer, func(), error) {
+	g, err := r.db.GlobalServerByID(ctx, id)
+	if err != nil {
+		return db.GlobalServer{}, nil, err
+	}
+	unlock, err := r.lockTarget(ctx, r.globalTarget(g))
+	if err != nil {
+		return db.GlobalServer{}, nil, err
+	}
+	return g, unlock, nil
 }
 
 // installAndConnectGlobal is the host path that lands new files: enable,
