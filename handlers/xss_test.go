@@ -3,11 +3,15 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
 
+	"patchbay/db"
 	"patchbay/handlers/devidp"
 )
 
@@ -114,6 +118,38 @@ func TestXSSPayloadsRenderInert(t *testing.T) {
 		wantText(t, doc, `[data-testid="grant-label"]`, emails...)
 	})
 
+	t.Run("hostile connectors: catalog text, tool names and error output", func(t *testing.T) {
+		const payload = `<img src=x onerror=alert(5)>`
+		// A server whose one tool is named with the payload, and one
+		// that dies printing a script to stderr, which becomes its error.
+		toolSrc := t.TempDir()
+		writeFile(t, filepath.Join(toolSrc, "server.py"), hostileToolServer(payload))
+		crashSrc := t.TempDir()
+		writeFile(t, filepath.Join(crashSrc, "server.py"), "import sys\nsys.stderr.write('<script>alert(6)</script>\\n')\nsys.exit(1)\n")
+		for name, src := range map[string]string{"xss-tool": toolSrc, "xss-crash": crashSrc} {
+			ts.addCatalog(t, db.CatalogEntry{
+				Name: name, Title: `<script>alert(7)</script>`, Description: payload,
+				Kind: db.KindLocal, Scope: db.ScopeBoth, Transport: "stdio",
+				Command: "python3", Args: []string{"server.py"}, Source: src,
+			})
+			r := admin.htmxPost(t, "/admin/connectors", url.Values{"catalog": {name}, "name": {name}, "enable": {"1"}})
+			p := r.doc(t).Find(`[data-testid="install-progress"]`)
+			wantInert(t, r, false)
+			wantInert(t, admin.pollInstall(t, runIDOf(t, p), installDeadline), false)
+		}
+		doc := wantInert(t, admin.get(t, "/admin/connectors"), true)
+		wantText(t, doc, `[data-testid="connector-tool"]`, payload)
+		if got := doc.Find(`[data-testid="connector-error"]`).Text(); !strings.Contains(got, "<script>alert(6)</script>") {
+			t.Errorf("the crash's stderr is not shown as text in the error: %q", got)
+		}
+		for _, path := range []string{"/marketplace", "/connectors"} {
+			doc := wantInert(t, hostile[0].get(t, path), true)
+			if path == "/marketplace" && !strings.Contains(doc.Text(), payload) {
+				t.Errorf("%s: the hostile description is not shown as text", path)
+			}
+		}
+	})
+
 	t.Run("support page", func(t *testing.T) {
 		doc := wantInert(t, support.get(t, "/support"), true)
 		wantText(t, doc, `[data-testid="support-name"]`, names...)
@@ -150,4 +186,31 @@ func TestXSSPayloadsRenderInert(t *testing.T) {
 			t.Error("got a raw <script> in JSON; want it escaped")
 		}
 	})
+}
+
+// hostileToolServer is a dependency-free python MCP server whose only tool
+// is named name.
+func hostileToolServer(name string) string {
+	return `import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    m = msg.get("method")
+    if m == "initialize":
+        res = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "x", "version": "1"}}
+    elif m == "tools/list":
+        res = {"tools": [{"name": ` + strconv.Quote(name) + `, "description": ` + strconv.Quote(name) + `, "inputSchema": {"type": "object"}}]}
+    else:
+        res = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": res}) + "\n")
+    sys.stdout.flush()
+`
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

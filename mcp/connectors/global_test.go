@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -315,5 +316,53 @@ func TestUpdateGlobalReconnectsWithNewSettings(t *testing.T) {
 	wait(t, j, err)
 	if got := env("SEARCH_API_KEY"); got != "sk-new-0002" {
 		t.Errorf("SEARCH_API_KEY after update: %q", got)
+	}
+}
+
+// SECURITY 7: a connector process gets its declared environment and its
+// own secrets, never Patchbay's key nor another connector's secrets, as
+// the kernel sees it in /proc/<pid>/environ.
+func TestConnectorEnvironIsOnlyItsOwn(t *testing.T) {
+	const patchbayKey = "patchbay-key-canary-0123456789"
+	t.Setenv("PATCHBAY_SECRET_KEY", patchbayKey)
+	e := newEnv(t)
+	ctx := context.Background()
+	echo := e.echoEntry("echo")
+	echo.Inputs = []db.CatalogInput{{Name: "ECHO_TOKEN", Secret: true}}
+	e.catalog(echo)
+	var pids []int
+	for i, secret := range []string{"sk-first-canary-1111", "sk-second-canary-2222"} {
+		name := []string{"first", "second"}[i]
+		_, j, err := e.rt.CreateGlobal(ctx, e.admin.User.ID, db.GlobalServer{CatalogID: echo.ID, Name: name, Enabled: true},
+			map[string]string{"ECHO_TOKEN": secret})
+		wait(t, j, err)
+		pids = append(pids, stateOf(e.rt.Global(), name).PID)
+	}
+	environ := func(pid int) string {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(string(b), "\x00", "\n")
+	}
+	first, second := environ(pids[0]), environ(pids[1])
+	if !strings.Contains(first, "ECHO_TOKEN=sk-first-canary-1111\n") || !strings.Contains(second, "ECHO_TOKEN=sk-second-canary-2222\n") {
+		t.Errorf("a connector lacks its own secret:\n%s\n--\n%s", first, second)
+	}
+	for _, c := range []struct{ env, leak string }{
+		{first, "sk-second-canary-2222"}, {second, "sk-first-canary-1111"},
+		{first, patchbayKey}, {second, patchbayKey}, {first, "GOPATH="},
+	} {
+		if strings.Contains(c.env, c.leak) {
+			t.Errorf("environ holds %q:\n%s", c.leak, c.env)
+		}
+	}
+	var keys []string
+	for _, kv := range strings.Split(strings.TrimSpace(first), "\n") {
+		k, _, _ := strings.Cut(kv, "=")
+		keys = append(keys, k)
+	}
+	if got := strings.Join(keys, ","); got != "ECHO_TOKEN,HOME,LANG,PATH" {
+		t.Errorf("environment variables: got %s; want exactly ECHO_TOKEN,HOME,LANG,PATH", got)
 	}
 }

@@ -363,3 +363,54 @@ func TestInstallRunAccess(t *testing.T) {
 		}
 	}
 }
+
+// A granted global and a user's own connector both named "search": the
+// name means the shared one while it is granted (the user's is listed as
+// hidden, never merged), and the user's own once the grant is gone.
+func TestGrantedGlobalAndUserConnectorWithTheSameName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	py := e.pyEntry("websearch", copySource(t, "pyserver"))
+	g, j, err := e.rt.CreateGlobal(ctx, e.admin.User.ID, db.GlobalServer{CatalogID: py.ID, Name: "search", Enabled: true}, nil)
+	wait(t, j, err)
+	grant, err := e.db.GrantGlobal(ctx, e.admin.User.ID, g.ID, db.GranteeEveryone, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.echoEntry("echo")
+	j, err = e.rt.Activate(ctx, e.user, connectors.Activation{CatalogName: "echo", Name: "search"})
+	wait(t, j, err)
+
+	view, _ := e.rt.ForUser(ctx, e.user.User)
+	if got := callText(t, view, "search__search", map[string]any{"q": "which"}); got != "which: 42" {
+		t.Errorf("search__search while granted: got %q; want the shared python server's answer", got)
+	}
+	var n int
+	for _, name := range toolNames(view) {
+		if name == "search__search" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("search__search listed %d times; want once", n)
+	}
+	statuses, _ := e.rt.UserStatuses(ctx, e.user.User)
+	var own connectors.Status
+	for _, st := range statuses {
+		if st.Scope == db.InstallScopeUser && st.Name == "search" {
+			own = st
+		}
+	}
+	if !strings.Contains(own.LastError, "Hidden by the shared connector") {
+		t.Errorf("the user's own search status: %+v; want it marked hidden", own)
+	}
+
+	if err := e.db.RevokeGlobalGrant(ctx, e.admin.User.ID, g.ID, grant.ID); err != nil {
+		t.Fatal(err)
+	}
+	view, _ = e.rt.ForUser(ctx, e.user.User)
+	if got := callText(t, view, "search__search", map[string]any{"q": "which"}); got != "echo results for which" {
+		t.Errorf("search__search after the revoke: got %q; want the user's own echo server", got)
+	}
+}
