@@ -53,7 +53,7 @@ func (r *Runtimes) Activate(ctx context.Context, p *patchbay.Principal, a Activa
 	}
 	userID := p.User.ID
 	if _, err := r.db.UserServerByName(ctx, userID, name); err == nil {
-		return nil, patchbay.Errorf(patchbay.ECONFLICT, "You already have a connector named %s.", name)
+		return nil, errNameTaken(name)
 	} else if patchbay.ErrorCode(err) != patchbay.ENOTFOUND {
 		return nil, err
 	}
@@ -68,6 +68,11 @@ func (r *Runtimes) Activate(ctx context.Context, p *patchbay.Principal, a Activa
 
 	t := r.userTarget(userID, name)
 	return r.runJob(ctx, t, ReasonActivate, secrets, func(ctx context.Context, j *Job) (install.Result, error) {
+		// Checked again under the connector's lock: a second activation
+		// of the same name that raced the first must not touch its files.
+		if _, err := r.db.UserServerByName(ctx, userID, name); err == nil {
+			return install.Result{}, errNameTaken(name)
+		}
 		// Whatever fails below, the user is left as they were.
 		keep := false
 		var ur *userRuntime
@@ -135,4 +140,8 @@ func (r *Runtimes) Deactivate(ctx context.Context, userID int64, name string) er
 		r.log.Warn("removing a deactivated connector's files", "user", userID, "connector", name, "err", err)
 	}
 	return nil
+}
+
+func errNameTaken(name string) error {
+	return patchbay.Errorf(patchbay.ECONFLICT, "You already have a connector named %s.", name)
 }

@@ -414,3 +414,39 @@ func TestGrantedGlobalAndUserConnectorWithTheSameName(t *testing.T) {
 		t.Errorf("search__search after the revoke: got %q; want the user's own echo server", got)
 	}
 }
+
+// Two activations of one name at once: one wins, the other fails with a
+// conflict and does not disturb the winner's files or server.
+func TestConcurrentActivationsOfOneName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.echoEntry("echo")
+	var jobs []*connectors.Job
+	for range 2 {
+		j, err := e.rt.Activate(ctx, e.user, connectors.Activation{CatalogName: "echo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	var failed int
+	for _, j := range jobs {
+		if err := j.Wait(ctx); err != nil {
+			failed++
+			if patchbay.ErrorCode(err) != patchbay.ECONFLICT {
+				t.Errorf("the losing activation: got %v; want a conflict", err)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d of 2 activations failed; want exactly 1", failed)
+	}
+	view, _ := e.rt.ForUser(ctx, e.user.User)
+	if got := callText(t, view, "echo__echo", map[string]any{"text": "still here"}); got != "still here" {
+		t.Errorf("the winner's server after the loser finished: %q", got)
+	}
+	if _, err := os.Stat(userDir(e, e.user, "echo")); err != nil {
+		t.Errorf("the winner's files after the loser finished: %v", err)
+	}
+}
