@@ -205,13 +205,15 @@ func (r *Runtimes) installAndConnectGlobal(ctx context.Context, g db.GlobalServe
 	}
 	t := r.globalTarget(g)
 	return r.runJob(ctx, t, reason, secrets, func(ctx context.Context, j *Job) (install.Result, error) {
-		res, err := r.prepare(ctx, t, e, g.Config, secrets, j)
-		if err != nil {
-			r.recordGlobal(g.ID, "", describe(err, secrets))
-			return res, err
-		}
+		// Read under the connector's lock: a delete or disable that ran
+		// while this job waited has the last word.
 		cur, err := r.db.GlobalServerByID(ctx, g.ID)
 		if err != nil {
+			return install.Result{}, err
+		}
+		res, err := r.prepare(ctx, t, e, cur.Config, secrets, j)
+		if err != nil {
+			r.recordGlobal(g.ID, "", describe(err, secrets))
 			return res, err
 		}
 		if !cur.Enabled {
@@ -234,7 +236,7 @@ func (r *Runtimes) installAndConnectGlobal(ctx context.Context, g db.GlobalServe
 func connectOne(ctx context.Context, m *mcp.Manager, spec mcp.Spec, j *Job) error {
 	j.Note("connecting " + spec.Name)
 	if err := m.ConnectFirst(ctx, spec); err != nil {
-		return err
+		return explainRemoteFailure(ctx, spec, err)
 	}
 	n := 0
 	for _, d := range m.ToolDefs() {
