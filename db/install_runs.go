@@ -193,3 +193,28 @@ func (d *DB) MarkInterruptedInstallRuns(ctx context.Context) (int, error) {
 	})
 	return int(n), err
 }
+
+// PruneInstallRuns keeps the newest keep finished runs of each connector
+// (per scope and user) and deletes older ones, so the history of a
+// connector reinstalled daily does not grow without bound. Running runs
+// are never deleted. It returns how many runs it deleted.
+func (d *DB) PruneInstallRuns(ctx context.Context, keep int) (int, error) {
+	if keep < 1 {
+		return 0, patchbay.Errorf(patchbay.EINVALID, "Keep at least one install run per connector.")
+	}
+	var n int64
+	err := d.writeTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM install_runs WHERE status <> ? AND id IN (
+			SELECT id FROM (
+				SELECT id, row_number() OVER (
+					PARTITION BY scope, coalesce(user_id, 0), connector ORDER BY id DESC) AS newer
+				FROM install_runs)
+			WHERE newer > ?)`, InstallRunning, keep)
+		if err != nil {
+			return fmt.Errorf("db: prune install runs: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}

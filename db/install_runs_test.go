@@ -272,3 +272,57 @@ func TestMarkInterruptedInstallRuns(t *testing.T) {
 	err = d.FinishInstallRun(ctx, a.ID, db.InstallSucceeded, "", "", "")
 	wantCode(t, "FinishInstallRun after interruption", err, patchbay.ECONFLICT)
 }
+
+func TestPruneInstallRuns(t *testing.T) {
+	ctx := context.Background()
+	d := openTestDB(t)
+	uma := signIn(t, d, "uma", "uma@example.test")
+	var globalA, userA []db.InstallRun
+	for range 5 {
+		r := startRun(t, d, db.InstallScopeGlobal, 0, "a")
+		if err := d.FinishInstallRun(ctx, r.ID, db.InstallSucceeded, "h", "", ""); err != nil {
+			t.Fatal(err)
+		}
+		globalA = append(globalA, r)
+		r = startRun(t, d, db.InstallScopeUser, uma.ID, "a")
+		if err := d.FinishInstallRun(ctx, r.ID, db.InstallFailed, "", "", "boom"); err != nil {
+			t.Fatal(err)
+		}
+		userA = append(userA, r)
+	}
+	other := startRun(t, d, db.InstallScopeGlobal, 0, "b")
+	running := startRun(t, d, db.InstallScopeGlobal, 0, "a") // newest of a, still running
+
+	n, err := d.PruneInstallRuns(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// global a: running + 5 finished, keep the newest 2 (running and one
+	// finished) -> 4 deleted; user a: 5, keep 2 -> 3 deleted.
+	if n != 7 {
+		t.Errorf("deleted %d runs; want 7", n)
+	}
+	ids := func(scope string, userID int64, name string) []int64 {
+		runs, err := d.InstallRuns(ctx, scope, userID, name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, r := range runs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got, want := ids(db.InstallScopeGlobal, 0, "a"), []int64{running.ID, globalA[4].ID}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("global a: got %v; want %v", got, want)
+	}
+	if got, want := ids(db.InstallScopeUser, uma.ID, "a"), []int64{userA[4].ID, userA[3].ID}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("user a: got %v; want %v", got, want)
+	}
+	if got := ids(db.InstallScopeGlobal, 0, "b"); len(got) != 1 || got[0] != other.ID {
+		t.Errorf("b: got %v; want its one (running) run kept", got)
+	}
+	if _, err := d.PruneInstallRuns(ctx, 0); patchbay.ErrorCode(err) != patchbay.EINVALID {
+		t.Errorf("keep 0: got %v; want EINVALID", err)
+	}
+}

@@ -103,9 +103,9 @@ func New(cfg Config) *Runtimes {
 	}
 }
 
-// Start marks install runs a previous process left unfinished, connects
-// the enabled global connectors in the background (so a slow connector
-// never delays the web server) and starts the idle reaper.
+// Start marks install runs a previous process left unfinished, prunes old
+// ones, connects the enabled global connectors in the background (so a
+// slow connector never delays the web server) and starts the idle reaper.
 func (r *Runtimes) Start(ctx context.Context) error {
 	if err := os.MkdirAll(r.root, 0o700); err != nil {
 		return err
@@ -114,6 +114,9 @@ func (r *Runtimes) Start(ctx context.Context) error {
 		return err
 	} else if n > 0 {
 		r.log.Warn("install runs interrupted by the last stop", "count", n)
+	}
+	if _, err := r.db.PruneInstallRuns(ctx, keepInstallRuns); err != nil {
+		return err
 	}
 	r.goBackground(func() {
 		if err := r.startGlobals(r.ctx); err != nil {
@@ -176,3 +179,7 @@ func (r *Runtimes) userDir(userID int64, name string) string {
 }
 
 var errClosed = errors.New("connectors: shutting down")
+
+// keepInstallRuns is how many finished install runs per connector are kept
+// across restarts; older ones are pruned at start-up.
+const keepInstallRuns = 20
