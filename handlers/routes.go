@@ -52,13 +52,15 @@ func (s *Server) registerRoutes() {
 	s.handle(http.MethodGet, "/", SignedIn, s.showHome)
 	s.handle(http.MethodGet, "/support", Cap(patchbay.CapInspectLogins), s.showSupport)
 
-	// A person's own connectors. Activating checks the capability the
-	// entry's kind needs (Runtimes.Activate); deactivating looks the name
-	// up among the caller's own connectors only.
+	// A person's own connectors. Activating and testing check the
+	// capability the entry's kind needs (Runtimes.Activate,
+	// Runtimes.TestConnection); deactivating looks the name up among the
+	// caller's own connectors only.
 	s.handle(http.MethodGet, "/connectors", SignedIn, s.showConnectors)
 	s.handle(http.MethodGet, "/connectors/list", SignedIn, s.listConnectors)
 	s.handle(http.MethodGet, "/marketplace", Cap(patchbay.CapRegisterLocalFromCatalog), s.showMarketplace)
 	s.handle(http.MethodPost, "/connectors", Cap(patchbay.CapRegisterLocalFromCatalog), s.activateConnector)
+	s.handle(http.MethodPost, "/connectors/test", Cap(patchbay.CapRegisterLocalFromCatalog), s.testConnector)
 	s.handle(http.MethodPost, "/connectors/:name/deactivate", SignedIn, s.deactivateConnector)
 
 	// Install runs: Runtimes.InstallRun decides who may read one, and
@@ -71,6 +73,7 @@ func (s *Server) registerRoutes() {
 	s.handle(http.MethodGet, "/admin/connectors/list", manage, s.listSharedConnectors)
 	s.handle(http.MethodGet, "/admin/connectors/new", manage, s.newSharedConnector)
 	s.handle(http.MethodPost, "/admin/connectors", manage, s.createSharedConnector)
+	s.handle(http.MethodPost, "/admin/connectors/test", manage, s.testSharedConnector)
 	s.handle(http.MethodGet, "/admin/connectors/:id/settings", manage, s.sharedConnectorSettings)
 	s.handle(http.MethodPost, "/admin/connectors/:id/settings", manage, s.saveSharedConnectorSettings)
 	s.handle(http.MethodPost, "/admin/connectors/:id/enable", manage, s.enableSharedConnector)

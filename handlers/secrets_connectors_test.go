@@ -24,6 +24,13 @@ var connectorCanaries = map[string]string{
 	"activation secret (failed activation)":   "canary-activation-failed-7a9c1e3f5b",
 	"activation secret (conflicting name)":    "canary-activation-conflict-8b0d2f4a6c",
 	"activation secret (shared-only refused)": "canary-activation-refused-9c1e3a5b7d",
+	"test connection secret (shared form)":    "canary-test-shared-0d2f4b6c8e",
+	"test connection secret (settings form)":  "canary-test-settings-1e3a5c7d9f",
+	"test connection secret (activate form)":  "canary-test-activate-2f4b6d8e0a",
+	"test connection secret (crash output)":   "canary-test-crash-3a5c7e9f1b",
+	"test connection secret (verify output)":  "canary-test-verify-6d8f0b2c4e",
+	"test connection secret (wrong key)":      "canary-test-wrongkey-4b6d8f0a2c",
+	"test connection secret (refused)":        "canary-test-refused-5c7e9a1b3d",
 }
 
 // canarySource is a connector source whose server and verify command both
@@ -136,6 +143,62 @@ func exerciseConnectorSecrets(t *testing.T, ts *testServer, admin, user *client)
 		wantStatus(t, user.formPost(t, "/connectors", url.Values{
 			"catalog": {"canary-admins"}, "secret.ECHO_KEY": {c["activation secret (shared-only refused)"]},
 		}, h), http.StatusBadRequest)
+	}
+
+	// Test connection, from both forms: working, crashing with the
+	// secret in its output, refused by a remote server, and refused
+	// outright. The fragment shows tools or the reason, never the secret.
+	ts.addCatalog(t, db.CatalogEntry{
+		Name: "canary-crash", Kind: db.KindLocal, Scope: db.ScopeBoth, Transport: "stdio",
+		Command: "/bin/sh", Args: []string{"-c", `echo "bad key $ECHO_KEY" >&2; exit 3`}, Source: sourceDir(t), Inputs: inputs,
+	})
+	ts.addCatalog(t, db.CatalogEntry{
+		Name: "canary-badverify", Kind: db.KindLocal, Scope: db.ScopeBoth, Transport: "stdio",
+		Command: "./run.sh", Source: canarySource(t), Inputs: inputs,
+		Verify: &db.VerifySpec{Command: []string{"/bin/sh", "-c", `echo "verify rejects $ECHO_KEY"; exit 1`}},
+	})
+	ts.addCatalog(t, db.CatalogEntry{
+		Name: "canary-remote", Kind: db.KindRemote, Scope: db.ScopeBoth, Transport: "streamable-http",
+		URL:    bearerRemote(t, "streamable-http", "canary-remote-right-key"),
+		Inputs: []db.CatalogInput{{Name: "API_KEY", Title: "API key", Secret: true, Required: true, Header: "Authorization", Format: "Bearer {}"}},
+	})
+	for _, h := range []http.Header{htmxReq, jsonReq, nil} {
+		wantStatus(t, admin.formPost(t, "/admin/connectors/test", url.Values{
+			"catalog": {"canary-echo"}, "name": {"canary-echo"}, "secret.ECHO_KEY": {c["test connection secret (shared form)"]},
+		}, h), http.StatusOK)
+		wantStatus(t, admin.formPost(t, "/admin/connectors/test", url.Values{
+			"id": {id}, "secret.ECHO_KEY": {c["test connection secret (settings form)"]},
+		}, h), http.StatusOK)
+		wantStatus(t, user.formPost(t, "/connectors/test", url.Values{
+			"catalog": {"canary-echo"}, "name": {"canary-echo"}, "secret.ECHO_KEY": {c["test connection secret (activate form)"]},
+		}, h), http.StatusOK)
+		crash := user.formPost(t, "/connectors/test", url.Values{
+			"catalog": {"canary-crash"}, "secret.ECHO_KEY": {c["test connection secret (crash output)"]},
+		}, h)
+		wantStatus(t, crash, http.StatusOK)
+		if !strings.Contains(crash.body, "exited with code 3: bad key [REDACTED]") {
+			t.Errorf("got %q; want the crash output with the secret redacted", crash.body)
+		}
+		verify := admin.formPost(t, "/admin/connectors/test", url.Values{
+			"catalog": {"canary-badverify"}, "secret.ECHO_KEY": {c["test connection secret (verify output)"]},
+		}, h)
+		wantStatus(t, verify, http.StatusOK)
+		if !strings.Contains(verify.body, "verify rejects [REDACTED]") {
+			t.Errorf("got %q; want the verify output with the secret redacted", verify.body)
+		}
+		wrong := admin.formPost(t, "/admin/connectors/test", url.Values{
+			"catalog": {"canary-remote"}, "secret.API_KEY": {c["test connection secret (wrong key)"]},
+		}, h)
+		wantStatus(t, wrong, http.StatusOK)
+		if !strings.Contains(wrong.body, "auth failed: HTTP 401") {
+			t.Errorf("got %q; want auth failed", wrong.body)
+		}
+		wantStatus(t, user.formPost(t, "/admin/connectors/test", url.Values{
+			"catalog": {"canary-echo"}, "secret.ECHO_KEY": {c["test connection secret (refused)"]},
+		}, h), http.StatusForbidden)
+		wantStatus(t, user.formPost(t, "/connectors/test", url.Values{
+			"catalog": {"canary-admins"}, "secret.ECHO_KEY": {c["test connection secret (refused)"]},
+		}, h), http.StatusOK)
 	}
 	return append(pages, "/connectors", "/connectors/list", "/marketplace")
 }

@@ -318,6 +318,7 @@ func (s *Session) connect() (*conn, error) {
 	defer cancel()
 
 	c := &conn{lost: make(chan struct{})}
+	var status lastStatus
 	switch s.spec.Transport {
 	case TransportStdio, "":
 		proc, err := s.opts.Runner.Start(ctx, s.spec)
@@ -337,18 +338,12 @@ func (s *Session) connect() (*conn, error) {
 			c.markLost(err)
 		}()
 		c.client = client.NewClient(transport.NewIO(proc.Stdout(), proc.Stdin(), nil), client.WithLegacyProtocolOnly())
-	case TransportStreamableHTTP:
-		cl, err := client.NewStreamableHttpClient(s.spec.URL, transport.WithHTTPHeaderFunc(s.headers))
+	case TransportStreamableHTTP, TransportSSE:
+		cl, err := remoteClient(s.spec, s.headers, &status)
 		if err != nil {
 			return nil, permanentError{err}
 		}
-		c.client = client.NewClient(cl.GetTransport(), client.WithLegacyProtocolOnly())
-	case TransportSSE:
-		cl, err := client.NewSSEMCPClient(s.spec.URL, client.WithHeaderFunc(s.headers))
-		if err != nil {
-			return nil, permanentError{err}
-		}
-		c.client = client.NewClient(cl.GetTransport(), client.WithLegacyProtocolOnly())
+		c.client = cl
 	default:
 		return nil, permanentError{fmt.Errorf("unknown transport %q", s.spec.Transport)}
 	}
@@ -365,6 +360,13 @@ func (s *Session) connect() (*conn, error) {
 	})
 
 	fail := func(err error) (*conn, error) {
+		// Credentials the server refuses will not work on the next try
+		// either: the connector fails, saying so, until its settings
+		// change (which reconnects it).
+		if aerr := status.authFailure(s.spec.URL); aerr != nil {
+			c.close(s.opts.StopGrace)
+			return nil, permanentError{aerr}
+		}
 		// A process that died explains itself better than "transport closed".
 		if c.proc != nil {
 			select {

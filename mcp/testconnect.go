@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -40,6 +38,34 @@ func TestConnect(ctx context.Context, spec Spec, runner Runner, timeout time.Dur
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if spec.local() {
+		if strings.Contains(spec.Command, "/") && !filepath.IsAbs(spec.Command) {
+			spec.Command = filepath.Join(spec.Dir, spec.Command)
+		}
+		scratch, err := os.MkdirTemp("", "patchbay-testconnect-")
+		if err != nil {
+			return nil, err
+		}
+		// Removed after TestConnectIn has stopped the process.
+		defer os.RemoveAll(scratch)
+		spec.Dir = scratch
+	}
+	return TestConnectIn(ctx, spec, runner, timeout)
+}
+
+// TestConnectIn is TestConnect for a local connector that is installed in
+// a directory the caller owns and removes afterwards (Runtimes.TestConnection
+// installs one into a scratch directory): it runs in spec.Dir itself, its
+// working directory and HOME, so relative arguments such as server.py and
+// dependencies such as .pydeps resolve as they will at launch. Remote specs
+// are tested exactly as by TestConnect.
+func TestConnectIn(ctx context.Context, spec Spec, runner Runner, timeout time.Duration) ([]ToolDef, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.local() && spec.Dir == "" {
+		return nil, fmt.Errorf("connector %s: no directory to run in", spec.Name)
+	}
 	if runner == nil {
 		runner = LocalRunner{}
 	}
@@ -61,15 +87,7 @@ func TestConnect(ctx context.Context, spec Spec, runner Runner, timeout time.Dur
 	)
 	switch spec.Transport {
 	case TransportStdio, "":
-		if strings.Contains(spec.Command, "/") && !filepath.IsAbs(spec.Command) {
-			spec.Command = filepath.Join(spec.Dir, spec.Command)
-		}
-		scratch, err := os.MkdirTemp("", "patchbay-testconnect-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(scratch)
-		spec.Dir = scratch
+		var err error
 		proc, err = runner.Start(tctx, spec)
 		if err != nil {
 			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -77,29 +95,22 @@ func TestConnect(ctx context.Context, spec Spec, runner Runner, timeout time.Dur
 			}
 			return nil, err
 		}
-		// Stopped before the scratch directory is removed (defers run LIFO).
+		// Stopped before TestConnectIn returns, so before the caller
+		// removes the directory.
 		defer proc.Stop(500 * time.Millisecond)
 		cl = client.NewClient(transport.NewIO(proc.Stdout(), proc.Stdin(), nil), client.WithLegacyProtocolOnly())
 	case TransportStreamableHTTP, TransportSSE:
 		s := &Session{spec: spec, opts: Options{}.withDefaults()}
-		hc := &http.Client{Transport: &status}
 		var err error
-		var rc *client.Client
-		if spec.Transport == TransportSSE {
-			rc, err = client.NewSSEMCPClient(spec.URL, client.WithHeaderFunc(s.headers), transport.WithHTTPClient(hc))
-		} else {
-			rc, err = client.NewStreamableHttpClient(spec.URL, transport.WithHTTPHeaderFunc(s.headers), transport.WithHTTPBasicClient(hc))
-		}
-		if err != nil {
+		if cl, err = remoteClient(spec, s.headers, &status); err != nil {
 			return nil, err
 		}
-		cl = client.NewClient(rc.GetTransport(), client.WithLegacyProtocolOnly())
 	}
 	defer cl.Close()
 
 	fail := func(step string, err error) ([]ToolDef, error) {
-		if code := status.code.Load(); code == http.StatusUnauthorized || code == http.StatusForbidden {
-			return nil, fmt.Errorf("%w: HTTP %d from %s", ErrAuthFailed, code, spec.URL)
+		if err := status.authFailure(spec.URL); err != nil {
+			return nil, err
 		}
 		if proc != nil {
 			// A process that died explains itself better than "transport closed".
@@ -168,16 +179,4 @@ func exitedError(p Process) error {
 		return errors.New(what)
 	}
 	return fmt.Errorf("%s: %s", what, tail)
-}
-
-// lastStatus is an http.RoundTripper that remembers the last error status
-// seen, because mcp-go reports a 403 on initialize as "legacy SSE server".
-type lastStatus struct{ code atomic.Int64 }
-
-func (l *lastStatus) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err == nil && resp.StatusCode >= 400 {
-		l.code.Store(int64(resp.StatusCode))
-	}
-	return resp, err
 }

@@ -144,3 +144,23 @@ func fieldID(parts ...string) string { return strings.Join(parts, "-") }
 
 // itoa64 formats an id for an element id.
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// connectorTestResultID is the result area of the add or settings form's
+// Test connection button.
+const connectorTestResultID = "connector-test-result"
+
+// activateTestResultID is the result area of one marketplace entry's
+// Test connection button.
+func activateTestResultID(name string) string { return fieldID("activate", name, "test-result") }
+
+// toolsSummary counts and names a connector's tools for a sentence:
+// "2 tools: search, fetch".
+func toolsSummary(tools []string) string {
+	switch len(tools) {
+	case 0:
+		return "no tools"
+	case 1:
+		return "1 tool: " + tools[0]
+	}
+	return fmt.Sprintf("%d tools: %s", len(tools), strings.Join(tools, ", "))
+}

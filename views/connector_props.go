@@ -153,3 +153,12 @@ type MarketplaceEntry struct {
 	ActiveAs []string
 	Inputs   []InputField
 }
+
+// TestConnectionProps is the outcome of a "Test connection": the tools
+// the connector offers, or why it did not connect. It never holds what
+// the form's secret fields said.
+type TestConnectionProps struct {
+	Tools []string
+	// Error says why the connector did not connect; "" when it did.
+	Error string
+}

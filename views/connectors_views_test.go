@@ -203,3 +203,66 @@ func TestConnectorPagesEmbedTheirPartials(t *testing.T) {
 		})
 	}
 }
+
+func TestTestConnectionButtons(t *testing.T) {
+	shell := signedIn("shared-connectors")
+	for _, tc := range []struct {
+		name         string
+		c            templ.Component
+		form, action string
+		area         string
+	}{
+		{"add form", ConnectorForm(formProps(shell, "x", 0)), `[data-testid="connector-form"]`, "/admin/connectors/test", "connector-test-result"},
+		{"settings form", ConnectorForm(formProps(shell, "x", 7)), `[data-testid="connector-form"]`, "/admin/connectors/test", "connector-test-result"},
+		{"marketplace", MarketplacePage(marketplaceProps(shell, "x")), `[data-catalog="echo"] [data-testid="activate-form"]`, "/connectors/test", "activate-echo-test-result"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, doc := render(t, tc.c)
+			form := doc.Find(tc.form)
+			b := form.Find(`[data-testid="test-connection"]`)
+			if b.Length() != 1 {
+				t.Fatalf("test buttons in the form = %d; want 1", b.Length())
+			}
+			want := map[string]string{"type": "button", "hx-post": tc.action, "hx-include": "closest form", "hx-target": "#" + tc.area, "hx-swap": "innerHTML"}
+			for k, v := range want {
+				if got := b.AttrOr(k, ""); got != v {
+					t.Errorf("%s = %q; want %q", k, got, v)
+				}
+			}
+			if form.Find("#"+tc.area).Length() != 1 {
+				t.Errorf("no result area #%s in the form", tc.area)
+			}
+			if form.Find(`button[type="submit"]`).Length() != 1 {
+				t.Error("the form lost its submit button")
+			}
+		})
+	}
+	_, market := render(t, MarketplacePage(marketplaceProps(shell, "x")))
+	if n := byTestID(market, "test-connection").Length(); n != 1 {
+		t.Errorf("marketplace test buttons = %d; want one, for the entry that can be activated", n)
+	}
+	_, add := render(t, ConnectorForm(formProps(shell, "x", 0)))
+	_, edit := render(t, ConnectorForm(formProps(shell, "x", 7)))
+	if add.Find(`input[name="id"]`).Length() != 0 || edit.Find(`input[type="hidden"][name="id"]`).AttrOr("value", "") != "7" {
+		t.Error("want the hidden id in the settings form only")
+	}
+}
+
+func TestTestConnectionResult(t *testing.T) {
+	for _, tc := range []struct {
+		p    TestConnectionProps
+		ok   string
+		text string
+	}{
+		{TestConnectionProps{Tools: []string{"fetch", "search"}}, "true", "Connected: 2 tools: fetch, search"},
+		{TestConnectionProps{Tools: []string{"search"}}, "true", "Connected: 1 tool: search"},
+		{TestConnectionProps{}, "true", "Connected: no tools"},
+		{TestConnectionProps{Error: "auth failed: HTTP 401 from https://x.example/mcp"}, "false", "Did not connect: auth failed: HTTP 401 from https://x.example/mcp"},
+	} {
+		_, doc := render(t, TestConnectionResult(tc.p))
+		res := byTestID(doc, "test-connection-result")
+		if got := strings.Join(strings.Fields(res.Text()), " "); got != tc.text || res.AttrOr("data-ok", "") != tc.ok {
+			t.Errorf("got %q (ok %s); want %q (ok %s)", got, res.AttrOr("data-ok", ""), tc.text, tc.ok)
+		}
+	}
+}

@@ -146,6 +146,8 @@ func everything(s string) []namedComponent {
 		{"ConnectorOutputPage", true, ConnectorOutputPage(ConnectorOutputProps{Shell: shell, ID: 7, Name: "out-" + s, Output: "stderr " + s})},
 		{"ConnectorOutput empty", false, ConnectorOutput(ConnectorOutputProps{Shell: shell, ID: 7, Name: "out"})},
 		{"PanelNotice", false, PanelNotice("Added " + s)},
+		{"TestConnectionResult connected", false, TestConnectionResult(TestConnectionProps{Tools: []string{"search", "tool-" + s}})},
+		{"TestConnectionResult failed", false, TestConnectionResult(TestConnectionProps{Error: "exited with code 1: " + s})},
 	}
 }
 

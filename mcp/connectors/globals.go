@@ -236,7 +236,7 @@ func (r *Runtimes) installAndConnectGlobal(ctx context.Context, g db.GlobalServe
 func connectOne(ctx context.Context, m *mcp.Manager, spec mcp.Spec, j *Job) error {
 	j.Note("connecting " + spec.Name)
 	if err := m.ConnectFirst(ctx, spec); err != nil {
-		return explainRemoteFailure(ctx, spec, err)
+		return err
 	}
 	n := 0
 	for _, d := range m.ToolDefs() {

@@ -400,3 +400,38 @@ func TestEnsureCheckGuardsTheSwap(t *testing.T) {
 		t.Errorf("live install not updated after a passing check: %q", b)
 	}
 }
+
+// Two Ensures of one directory at once run one after the other (the
+// second finds the first's install and does nothing), and no lock outlives
+// its users.
+func TestEnsureSerialisesOneDirectoryAndForgetsItsLock(t *testing.T) {
+	t.Parallel()
+	needTools(t, "python3")
+	src := copyFixture(t, "pyconn")
+	dest := filepath.Join(t.TempDir(), "installs", "pyconn")
+	opts := offlinePip(buildWheel(t))
+	r := newReconciler()
+	results := make([]Result, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = r.Ensure(context.Background(), src, dest, opts, nil)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Ensure: %v, %v", errs[0], errs[1])
+	}
+	if results[0].Changed == results[1].Changed {
+		t.Errorf("changed: %v and %v; want exactly one install and one no-op", results[0].Changed, results[1].Changed)
+	}
+	r.mu.Lock()
+	n := len(r.locks)
+	r.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d install locks left after both finished; want none", n)
+	}
+}

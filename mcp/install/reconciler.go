@@ -71,7 +71,7 @@ type Reconciler struct {
 	Log func(msg string, args ...any)
 
 	mu    sync.Mutex
-	locks map[string]chan struct{}
+	locks map[string]*dirLock
 }
 
 // Ensure makes destDir an install of the connector source in srcDir
@@ -309,25 +309,41 @@ func (r *Reconciler) env(home string) []string {
 	return append(env, r.Env...)
 }
 
-// lock takes destDir's install lock, or gives up when ctx is done.
-// Locks are never deleted; there is one per install directory.
+// lock takes destDir's install lock, or gives up when ctx is done. A
+// lock lives while someone holds or waits for it, so one-off directories
+// (test connections' scratch installs) leave nothing behind.
 func (r *Reconciler) lock(ctx context.Context, destDir string) (func(), error) {
 	r.mu.Lock()
 	if r.locks == nil {
-		r.locks = map[string]chan struct{}{}
+		r.locks = map[string]*dirLock{}
 	}
 	l, ok := r.locks[destDir]
 	if !ok {
-		l = make(chan struct{}, 1)
+		l = &dirLock{ch: make(chan struct{}, 1)}
 		r.locks[destDir] = l
 	}
+	l.users++
 	r.mu.Unlock()
+	release := func() {
+		r.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.locks, destDir)
+		}
+		r.mu.Unlock()
+	}
 	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
 	case <-ctx.Done():
+		release()
 		return nil, fmt.Errorf("install: waiting for %s: %w", destDir, ctx.Err())
 	}
+}
+
+// dirLock is one install directory's lock and how many hold or wait for it.
+type dirLock struct {
+	ch    chan struct{}
+	users int
 }
 
 func (r *Reconciler) suffix() (string, error) {
