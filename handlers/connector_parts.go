@@ -88,6 +88,28 @@ func readInputs(form url.Values, e db.CatalogEntry) (inputs, secrets map[string]
 	return inputs, secrets
 }
 
+// catalogForm is a posted form that names a catalog entry ("catalog") and
+// carries values for its declared inputs.
+type catalogForm struct {
+	form            url.Values
+	entry           db.CatalogEntry
+	inputs, secrets map[string]string
+}
+
+// readCatalogForm reads a catalogForm; an unknown entry is not found.
+func (s *Server) readCatalogForm(c echo.Context) (catalogForm, error) {
+	form, err := formParams(c)
+	if err != nil {
+		return catalogForm{}, err
+	}
+	e, err := s.DB.CatalogEntryByName(c.Request().Context(), strings.TrimSpace(form.Get("catalog")))
+	if err != nil {
+		return catalogForm{}, err
+	}
+	inputs, secrets := readInputs(form, e)
+	return catalogForm{form: form, entry: e, inputs: inputs, secrets: secrets}, nil
+}
+
 // formParams reads a posted form.
 func formParams(c echo.Context) (url.Values, error) {
 	form, err := c.FormParams()

@@ -142,21 +142,15 @@ func (s *Server) newSharedConnector(c echo.Context) error {
 // createSharedConnector adds a shared connector and, when asked to enable
 // it, shows its install's progress.
 func (s *Server) createSharedConnector(c echo.Context) error {
-	form, err := formParams(c)
+	f, err := s.readCatalogForm(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	e, err := s.DB.CatalogEntryByName(ctx, strings.TrimSpace(form.Get("catalog")))
-	if err != nil {
-		return err
-	}
-	inputs, secrets := readInputs(form, e)
 	g := db.GlobalServer{
-		CatalogID: e.ID, Name: strings.TrimSpace(form.Get("name")), Enabled: form.Get("enable") != "",
-		Config: db.ServerConfig{Inputs: inputs},
+		CatalogID: f.entry.ID, Name: strings.TrimSpace(f.form.Get("name")), Enabled: f.form.Get("enable") != "",
+		Config: db.ServerConfig{Inputs: f.inputs},
 	}
-	g, job, err := s.Connectors.CreateGlobal(ctx, principalFrom(c).User.ID, g, secrets)
+	g, job, err := s.Connectors.CreateGlobal(c.Request().Context(), principalFrom(c).User.ID, g, f.secrets)
 	if err != nil {
 		return err
 	}

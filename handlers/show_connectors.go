@@ -98,19 +98,12 @@ func (s *Server) showMarketplace(c echo.Context) error {
 // its kind needs; nothing is kept if the install or the first start
 // fails.
 func (s *Server) activateConnector(c echo.Context) error {
-	form, err := formParams(c)
+	f, err := s.readCatalogForm(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	name := strings.TrimSpace(form.Get("catalog"))
-	e, err := s.DB.CatalogEntryByName(ctx, name)
-	if err != nil {
-		return err
-	}
-	inputs, secrets := readInputs(form, e)
-	job, err := s.Connectors.Activate(ctx, principalFrom(c), connectors.Activation{
-		CatalogName: e.Name, Name: strings.TrimSpace(form.Get("name")), Inputs: inputs, Secrets: secrets,
+	job, err := s.Connectors.Activate(c.Request().Context(), principalFrom(c), connectors.Activation{
+		CatalogName: f.entry.Name, Name: strings.TrimSpace(f.form.Get("name")), Inputs: f.inputs, Secrets: f.secrets,
 	})
 	if err != nil {
 		return err

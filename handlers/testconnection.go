@@ -40,12 +40,11 @@ func (s *Server) testSharedConnector(c echo.Context) error {
 		tools, err := s.Connectors.TestGlobalConnection(ctx, me, g.ID, inputs, secrets)
 		return renderTestResult(c, tools, err)
 	}
-	e, err := s.DB.CatalogEntryByName(ctx, strings.TrimSpace(form.Get("catalog")))
+	f, err := s.readCatalogForm(c)
 	if err != nil {
 		return err
 	}
-	inputs, secrets := readInputs(form, e)
-	tools, err := s.Connectors.TestConnection(ctx, me, e.Name, inputs, secrets)
+	tools, err := s.Connectors.TestConnection(ctx, me, f.entry.Name, f.inputs, f.secrets)
 	return renderTestResult(c, tools, err)
 }
 
@@ -53,17 +52,11 @@ func (s *Server) testSharedConnector(c echo.Context) error {
 // activate form. Runtimes.TestConnection checks the capability the
 // entry's kind needs, as activating does.
 func (s *Server) testConnector(c echo.Context) error {
-	form, err := formParams(c)
+	f, err := s.readCatalogForm(c)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	e, err := s.DB.CatalogEntryByName(ctx, strings.TrimSpace(form.Get("catalog")))
-	if err != nil {
-		return err
-	}
-	inputs, secrets := readInputs(form, e)
-	tools, err := s.Connectors.TestConnection(ctx, principalFrom(c), e.Name, inputs, secrets)
+	tools, err := s.Connectors.TestConnection(c.Request().Context(), principalFrom(c), f.entry.Name, f.inputs, f.secrets)
 	return renderTestResult(c, tools, err)
 }
 

@@ -118,34 +118,53 @@ func (r *Runtimes) RefreshGlobal(ctx context.Context, actorID, id int64) (*Job, 
 // secrets keep the stored ones; see db.UpdateGlobalServer) and, if it is
 // enabled, reinstalls as needed and reconnects it with them.
 func (r *Runtimes) UpdateGlobal(ctx context.Context, actorID, id int64, inputs map[string]string, secrets map[string]string) (*Job, error) {
-	g, err := r.db.GlobalServerByID(ctx, id)
+	st, err := r.globalSettings(ctx, id, inputs, secrets)
 	if err != nil {
 		return nil, err
 	}
-	e, err := r.db.CatalogEntryByID(ctx, g.CatalogID)
-	if err != nil {
-		return nil, err
-	}
-	cfg, secrets := splitInputs(e, inputs, secrets)
 	// Check what the connector will run with, stored secrets included,
 	// before saving anything.
-	merged, err := r.db.GlobalServerSecrets(ctx, id)
+	if err := CheckInputs(st.entry, st.cfg, st.merged); err != nil {
+		return nil, err
+	}
+	g, err := r.db.UpdateGlobalServer(ctx, actorID, id, st.cfg, st.changed)
 	if err != nil {
-		return nil, err
-	}
-	for k, v := range secrets {
-		merged[k] = v
-	}
-	if err := CheckInputs(e, cfg, merged); err != nil {
-		return nil, err
-	}
-	if g, err = r.db.UpdateGlobalServer(ctx, actorID, id, cfg, secrets); err != nil {
 		return nil, err
 	}
 	if !g.Enabled {
 		return nil, nil
 	}
 	return r.installAndConnectGlobal(ctx, g, ReasonUpdate)
+}
+
+// globalSettings is a settings form applied to a global connector: its
+// catalog entry, the declared non-secret inputs, the secrets the form
+// changes (blank fields keep the stored ones) and the stored secrets with
+// those changes, which is what the connector would run with.
+type globalSettings struct {
+	entry           db.CatalogEntry
+	cfg             db.ServerConfig
+	changed, merged map[string]string
+}
+
+func (r *Runtimes) globalSettings(ctx context.Context, id int64, inputs, secrets map[string]string) (globalSettings, error) {
+	g, err := r.db.GlobalServerByID(ctx, id)
+	if err != nil {
+		return globalSettings{}, err
+	}
+	e, err := r.db.CatalogEntryByID(ctx, g.CatalogID)
+	if err != nil {
+		return globalSettings{}, err
+	}
+	cfg, changed := splitInputs(e, inputs, secrets)
+	merged, err := r.db.GlobalServerSecrets(ctx, id)
+	if err != nil {
+		return globalSettings{}, err
+	}
+	for k, v := range changed {
+		merged[k] = v
+	}
+	return globalSettings{entry: e, cfg: cfg, changed: changed, merged: merged}, nil
 }
 
 // DisableGlobal stops a global connector and keeps its settings.

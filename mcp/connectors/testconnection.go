@@ -56,23 +56,11 @@ func (r *Runtimes) TestGlobalConnection(ctx context.Context, p *patchbay.Princip
 	if !p.Can(patchbay.CapManageCatalog) {
 		return nil, patchbay.Errorf(patchbay.EFORBIDDEN, "Only catalog administrators can test a shared connector.")
 	}
-	g, err := r.db.GlobalServerByID(ctx, id)
+	st, err := r.globalSettings(ctx, id, inputs, secrets)
 	if err != nil {
 		return nil, err
 	}
-	e, err := r.db.CatalogEntryByID(ctx, g.CatalogID)
-	if err != nil {
-		return nil, err
-	}
-	cfg, sec := splitInputs(e, inputs, secrets)
-	merged, err := r.db.GlobalServerSecrets(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range sec {
-		merged[k] = v
-	}
-	return r.testConnection(ctx, e, cfg, merged)
+	return r.testConnection(ctx, st.entry, st.cfg, st.merged)
 }
 
 // mayTest says whether p may test entry e.
