@@ -26,6 +26,8 @@ var mayOpen = map[string]map[string]bool{
 	"/api/users":   {ada: true},
 
 	"/connectors/list": {ada: true, uma: true, sam: true},
+	// Each person's own connector named 7 (see seedConnectorFixtures).
+	"/connectors/:name/output": {ada: true, uma: true, sam: true},
 	// The fixture run is uma's: hers, and support and admins may read it
 	// (another person gets 404; see TestInstallRunsArePrivate).
 	"/installs/:id":                  {ada: true, uma: true, sam: true},

@@ -120,6 +120,18 @@ func (ts *testServer) seedConnectorFixtures(t *testing.T, runOwner int64) connec
 	if err := ts.db.FinishInstallRun(ctx, run.ID, db.InstallSucceeded, "h", "fixture log\n", ""); err != nil {
 		t.Fatal(err)
 	}
+	// Everyone signed in so far has a connector of their own named "7"
+	// (no process runs), so /connectors/:name/... answers for each.
+	users, err := ts.db.ListUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if _, err := ts.db.CreateUserServer(ctx, db.UserServer{UserID: u.ID, CatalogID: e.ID, CatalogName: e.Name, Name: "7",
+			Kind: db.KindLocal, Transport: "stdio"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return connectorFixtures{catalog: e.Name, globalID: g.ID, grantID: grant.ID, runID: run.ID}
 }
 

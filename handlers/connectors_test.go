@@ -550,6 +550,14 @@ func TestActivateFromMarketplace(t *testing.T) {
 		if got := rw.Find(`[data-testid="install-link"]`).AttrOr("hx-get", ""); got != fmt.Sprintf("/installs/%d", runID) {
 			t.Errorf("got install link %q; want the run", got)
 		}
+		if got := rw.Find(`[data-testid="connector-output-link"]`).AttrOr("hx-get", ""); got != "/connectors/echo/output" {
+			t.Errorf("got output link %q; want /connectors/echo/output", got)
+		}
+		out := user.get(t, "/connectors/echo/output", htmxReq)
+		wantStatus(t, out, http.StatusOK)
+		if out.doc(t).Find(`[data-testid="connector-output"]`).Length() != 1 {
+			t.Errorf("own output panel missing:\n%s", out.body)
+		}
 		if got := rw.Find(`[data-testid="connector-deactivate"]`).Closest("form").AttrOr("hx-confirm", ""); !strings.HasPrefix(got, "Deactivate echo?") {
 			t.Errorf("got deactivate confirm %q; want one", got)
 		}
@@ -574,6 +582,8 @@ func TestActivateFromMarketplace(t *testing.T) {
 		for _, c := range []*client{other, admin} {
 			wantErrorFragment(t, c.htmxPost(t, "/connectors/echo/deactivate", nil), http.StatusNotFound)
 			wantErrorPage(t, c.formPost(t, "/connectors/echo/deactivate", nil), http.StatusNotFound)
+			wantErrorPage(t, c.get(t, "/connectors/echo/output"), http.StatusNotFound)
+			wantErrorFragment(t, c.get(t, "/connectors/echo/output", htmxReq), http.StatusNotFound)
 		}
 		if row(t, other.get(t, "/connectors"), "connector-row", "echo").Length() != 0 {
 			t.Error("another user sees uma's connector")

@@ -62,6 +62,7 @@ func (s *Server) registerRoutes() {
 	s.handle(http.MethodPost, "/connectors", Cap(patchbay.CapRegisterLocalFromCatalog), s.activateConnector)
 	s.handle(http.MethodPost, "/connectors/test", Cap(patchbay.CapRegisterLocalFromCatalog), s.testConnector)
 	s.handle(http.MethodPost, "/connectors/:name/deactivate", SignedIn, s.deactivateConnector)
+	s.handle(http.MethodGet, "/connectors/:name/output", SignedIn, s.showOwnConnectorOutput)
 
 	// Install runs: Runtimes.InstallRun decides who may read one, and
 	// answers not found to anyone else.

@@ -153,8 +153,8 @@ func TestRouteWalk(t *testing.T) {
 		if grants, _ := ts.db.GlobalGrants(ctx, fx.globalID); len(grants) != 1 {
 			t.Errorf("fixture grants: got %d; want 1 (none added, none revoked)", len(grants))
 		}
-		if rows, _ := ts.db.UserServers(ctx, ts.user(t, ada).ID); len(rows) != 0 {
-			t.Errorf("admin activations: got %d; want none", len(rows))
+		if rows, _ := ts.db.UserServers(ctx, ts.user(t, ada).ID); len(rows) != 1 || rows[0].Name != "7" {
+			t.Errorf("admin activations: got %+v; want only the fixture's (none activated, none deactivated)", rows)
 		}
 	})
 }

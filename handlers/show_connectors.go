@@ -127,3 +127,19 @@ func (s *Server) deactivateConnector(c echo.Context) error {
 	}
 	return render(c, http.StatusOK, views.ConnectorsList(props))
 }
+
+// showOwnConnectorOutput shows the redacted stderr of one of the viewer's
+// own connectors. Names are looked up among the viewer's own, so another
+// person's connector is not found.
+func (s *Server) showOwnConnectorOutput(c echo.Context) error {
+	me := principalFrom(c).User
+	row, err := s.DB.UserServerByName(c.Request().Context(), me.ID, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	props := views.ConnectorOutputProps{
+		Shell: s.shell(c, "Output of "+row.Name, "connectors"), ID: row.ID, Name: row.Name,
+		Output: s.Connectors.UserStderr(me.ID, row.Name), Own: true,
+	}
+	return renderPanel(c, views.ConnectorOutput(props), views.ConnectorOutputPage(props))
+}

@@ -38,6 +38,10 @@ func grantRevokePath(id, grantID int64) string {
 // and '_', safe in a path.
 func deactivatePath(name string) string { return "/connectors/" + name + "/deactivate" }
 
+// ownOutputPath is where one of the viewer's own connectors shows its
+// stderr.
+func ownOutputPath(name string) string { return "/connectors/" + name + "/output" }
+
 // phaseLabel is what a status badge says.
 func phaseLabel(phase string, attempt int) string {
 	switch phase {

@@ -142,6 +142,9 @@ type ConnectorOutputProps struct {
 	ID     int64
 	Name   string
 	Output string
+	// Own marks one of the viewer's own connectors (the page then belongs
+	// to Connectors rather than Shared connectors).
+	Own bool
 }
 
 // MarketplaceEntry is one catalog entry a user may activate.

@@ -145,6 +145,7 @@ func everything(s string) []namedComponent {
 		{"InstallProgress succeeded", false, InstallProgress(installProps(shell, s, InstallSucceeded))},
 		{"ConnectorOutputPage", true, ConnectorOutputPage(ConnectorOutputProps{Shell: shell, ID: 7, Name: "out-" + s, Output: "stderr " + s})},
 		{"ConnectorOutput empty", false, ConnectorOutput(ConnectorOutputProps{Shell: shell, ID: 7, Name: "out"})},
+		{"ConnectorOutputPage own", true, ConnectorOutputPage(ConnectorOutputProps{Shell: shell, ID: 7, Name: "own-" + s, Output: "stderr " + s, Own: true})},
 		{"PanelNotice", false, PanelNotice("Added " + s)},
 		{"TestConnectionResult connected", false, TestConnectionResult(TestConnectionProps{Tools: []string{"search", "tool-" + s}})},
 		{"TestConnectionResult failed", false, TestConnectionResult(TestConnectionProps{Error: "exited with code 1: " + s})},
