@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"strings"
+
 	"github.com/labstack/echo/v4"
 
 	"patchbay"
@@ -10,7 +12,8 @@ import (
 // a test walks the router and fails on any route without it.
 type Access struct {
 	kind accessKind
-	cap  patchbay.Capability
+	// caps are the capabilities that each open the route: any one will do.
+	caps []patchbay.Capability
 }
 
 type accessKind int
@@ -32,7 +35,31 @@ var (
 )
 
 // Cap returns the Access that requires capability c.
-func Cap(c patchbay.Capability) Access { return Access{kind: accessCapability, cap: c} }
+func Cap(c patchbay.Capability) Access { return AnyCap(c) }
+
+// AnyCap returns the Access that requires at least one of caps, for a
+// route that serves several kinds of thing, each under its own
+// capability (the marketplace: local and remote connectors); the handler
+// checks the capability of the particular thing.
+func AnyCap(caps ...patchbay.Capability) Access {
+	return Access{kind: accessCapability, caps: caps}
+}
+
+// grantedTo reports whether a person with role r passes the rule (a
+// signed-in one, for non-public routes).
+func (a Access) grantedTo(r patchbay.Role) bool {
+	switch a.kind {
+	case accessPublic, accessSignedIn:
+		return true
+	case accessCapability:
+		for _, c := range a.caps {
+			if r.Has(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // String describes the access rule, for the route listing and test output.
 func (a Access) String() string {
@@ -42,7 +69,11 @@ func (a Access) String() string {
 	case accessSignedIn:
 		return "signed-in"
 	case accessCapability:
-		return "cap:" + string(a.cap)
+		names := make([]string, len(a.caps))
+		for i, c := range a.caps {
+			names[i] = string(c)
+		}
+		return "cap:" + strings.Join(names, "|")
 	}
 	return "UNDECLARED"
 }
@@ -64,7 +95,7 @@ func requireCap(a Access) echo.MiddlewareFunc {
 				if p == nil {
 					return patchbay.Errorf(patchbay.EUNAUTHORIZED, "Please sign in.")
 				}
-				if a.kind == accessCapability && !p.Can(a.cap) {
+				if !a.grantedTo(p.Role) {
 					return patchbay.Errorf(patchbay.EFORBIDDEN, "You do not have permission to do that.")
 				}
 				return next(c)

@@ -28,6 +28,9 @@ func (s *Server) handle(method, path string, a Access, h echo.HandlerFunc, mw ..
 // registerRoutes lists every route in one place, by area.
 func (s *Server) registerRoutes() {
 	limited := s.rateLimitSignIn
+	// The marketplace serves local and remote connectors; Runtimes checks
+	// the capability of each entry's kind.
+	activators := AnyCap(patchbay.CapRegisterLocalFromCatalog, patchbay.CapRegisterRemote)
 
 	// Health and static files.
 	s.handle(http.MethodGet, "/healthz", Public, s.showHealth)
@@ -58,9 +61,9 @@ func (s *Server) registerRoutes() {
 	// caller's own connectors only.
 	s.handle(http.MethodGet, "/connectors", SignedIn, s.showConnectors)
 	s.handle(http.MethodGet, "/connectors/list", SignedIn, s.listConnectors)
-	s.handle(http.MethodGet, "/marketplace", Cap(patchbay.CapRegisterLocalFromCatalog), s.showMarketplace)
-	s.handle(http.MethodPost, "/connectors", Cap(patchbay.CapRegisterLocalFromCatalog), s.activateConnector)
-	s.handle(http.MethodPost, "/connectors/test", Cap(patchbay.CapRegisterLocalFromCatalog), s.testConnector)
+	s.handle(http.MethodGet, "/marketplace", activators, s.showMarketplace)
+	s.handle(http.MethodPost, "/connectors", activators, s.activateConnector)
+	s.handle(http.MethodPost, "/connectors/test", activators, s.testConnector)
 	s.handle(http.MethodPost, "/connectors/:name/deactivate", SignedIn, s.deactivateConnector)
 	s.handle(http.MethodGet, "/connectors/:name/output", SignedIn, s.showOwnConnectorOutput)
 

@@ -19,7 +19,7 @@ func (s *Server) shell(c echo.Context, title, active string) views.Shell {
 	sh.CSRFToken = p.CSRFToken
 	sh.Nav = views.Nav{
 		Connectors:       true,
-		Marketplace:      p.Can(patchbay.CapRegisterLocalFromCatalog),
+		Marketplace:      p.Can(patchbay.CapRegisterLocalFromCatalog) || p.Can(patchbay.CapRegisterRemote),
 		SharedConnectors: p.Can(patchbay.CapManageCatalog),
 		Users:            p.Can(patchbay.CapUsersManage),
 		Support:          p.Can(patchbay.CapInspectLogins),

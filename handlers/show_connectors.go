@@ -26,7 +26,7 @@ func (s *Server) connectorsProps(c echo.Context, flash string) (views.Connectors
 	}
 	props := views.ConnectorsProps{
 		Shell:                s.shell(c, "Connectors", "connectors"),
-		CanBrowseMarketplace: me.Can(patchbay.CapRegisterLocalFromCatalog),
+		CanBrowseMarketplace: me.Can(patchbay.CapRegisterLocalFromCatalog) || me.Can(patchbay.CapRegisterRemote),
 		Flash:                flash,
 	}
 	for _, st := range statuses {
