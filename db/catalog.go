@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,14 +14,6 @@ import (
 
 	"patchbay"
 )
-
-// connectorNameRE is what a connector name may look like. Tool names are
-// exposed as name__tool, so a name never holds "__" nor ends in "_",
-// which keeps that split unambiguous.
-var connectorNameRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]|_[A-Za-z0-9-])*$`)
-
-// maxConnectorName is the longest connector name allowed.
-const maxConnectorName = 64
 
 // Transports a connector may use.
 const (
@@ -34,9 +25,9 @@ const (
 // checkConnectorName reports an EINVALID error unless name is a valid
 // connector name.
 func checkConnectorName(name string) error {
-	if len(name) > maxConnectorName || !connectorNameRE.MatchString(name) {
+	if !patchbay.ValidConnectorName(name) {
 		return patchbay.Errorf(patchbay.EINVALID, "%q is not a valid connector name: use 1 to %d letters, digits, '-' and '_', "+
-			"starting with a letter or digit, with no '__' and no '_' at the end.", name, maxConnectorName)
+			"starting with a letter or digit, with no '__' and no '_' at the end.", name, patchbay.MaxConnectorName)
 	}
 	return nil
 }

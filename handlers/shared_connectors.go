@@ -252,10 +252,9 @@ func (s *Server) saveSharedConnectorSettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// UpdateGlobal refuses settings that leave a required input without a
+	// value (stored secrets included) before it saves anything.
 	inputs, secrets := readInputs(form, e)
-	if err := checkSettings(e, g, inputs, secrets); err != nil {
-		return err
-	}
 	job, err := s.Connectors.UpdateGlobal(ctx, principalFrom(c).User.ID, g.ID, inputs, secrets)
 	if err != nil {
 		return err
@@ -264,23 +263,6 @@ func (s *Server) saveSharedConnectorSettings(c echo.Context) error {
 		return s.panelNotice(c, "Settings of "+g.Name+" saved. It is disabled, so nothing was restarted.")
 	}
 	return s.respondInstall(c, job.RunID)
-}
-
-// checkSettings refuses settings that leave a required input without a
-// value before anything is saved (UpdateGlobal saves first and checks
-// only when it restarts the connector). Stored secrets are not read
-// here, so secrets are checked only when none is stored yet.
-func checkSettings(e db.CatalogEntry, g db.GlobalServer, inputs, secrets map[string]string) error {
-	if g.HasSecrets {
-		var plain []db.CatalogInput
-		for _, in := range e.Inputs {
-			if !in.Secret {
-				plain = append(plain, in)
-			}
-		}
-		e.Inputs = plain
-	}
-	return connectors.CheckInputs(e, db.ServerConfig{Inputs: inputs}, secrets)
 }
 
 // sharedConnectorOutput is a shared connector's recent stderr, redacted

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -58,14 +57,11 @@ type Spec struct {
 	TokenSource func(ctx context.Context) (string, error)
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]|_[A-Za-z0-9-])*$`)
-
-// ValidName reports whether name can be used as a connector name. A name
-// never contains the namespace separator "__" nor ends in "_", so a
-// namespaced tool name splits unambiguously at its first "__".
-func ValidName(name string) bool {
-	return len(name) <= 64 && validName.MatchString(name)
-}
+// ValidName reports whether name can be used as a connector name (see
+// patchbay.ValidConnectorName): it never contains the namespace separator
+// "__" nor ends in "_", so a namespaced tool name splits unambiguously at
+// its first "__".
+func ValidName(name string) bool { return patchbay.ValidConnectorName(name) }
 
 // Validate checks that s can be connected.
 func (s Spec) Validate() error {

@@ -31,18 +31,8 @@ func (r *Runtimes) Activate(ctx context.Context, p *patchbay.Principal, a Activa
 	if err != nil {
 		return nil, err
 	}
-	if e.Scope == db.ScopeGlobal {
-		return nil, patchbay.Errorf(patchbay.EINVALID, "%s is shared by an administrator and cannot be activated per user.", e.Name)
-	}
-	need := patchbay.CapRegisterLocalFromCatalog
-	if e.Kind == db.KindRemote {
-		need = patchbay.CapRegisterRemote
-	}
-	if !p.Can(need) {
-		return nil, patchbay.Errorf(patchbay.EFORBIDDEN, "Your role may not activate %s connectors.", e.Kind)
-	}
-	if e.AuthType == "oauth" || e.AuthType == "qr" {
-		return nil, patchbay.Errorf(patchbay.EINVALID, "%s signs in with %s, which this version of Patchbay cannot activate yet.", e.Name, e.AuthType)
+	if err := mayActivate(p, e, "activate"); err != nil {
+		return nil, err
 	}
 	name := a.Name
 	if name == "" {
@@ -118,15 +108,18 @@ func (r *Runtimes) Activate(ctx context.Context, p *patchbay.Principal, a Activa
 // Deactivate stops a user's connector and removes it, its credential and
 // its files.
 func (r *Runtimes) Deactivate(ctx context.Context, userID int64, name string) error {
-	row, err := r.db.UserServerByName(ctx, userID, name)
-	if err != nil {
-		return err
+	if !pbmcp.ValidName(name) {
+		return patchbay.Errorf(patchbay.ENOTFOUND, "No such connector.")
 	}
 	unlock, err := r.lockTarget(ctx, r.userTarget(userID, name))
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	row, err := r.db.UserServerByName(ctx, userID, name)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	ur := r.users[userID]
 	r.mu.Unlock()
@@ -144,4 +137,31 @@ func (r *Runtimes) Deactivate(ctx context.Context, userID int64, name string) er
 
 func errNameTaken(name string) error {
 	return patchbay.Errorf(patchbay.ECONFLICT, "You already have a connector named %s.", name)
+}
+
+// mayActivate is the rule for a person activating (or testing) a catalog
+// entry for themselves: an entry meant for users, of a kind their role
+// may activate, that signs in in a way this version supports. verb names
+// the action in the error.
+func mayActivate(p *patchbay.Principal, e db.CatalogEntry, verb string) error {
+	if e.Scope == db.ScopeGlobal {
+		return patchbay.Errorf(patchbay.EINVALID, "%s is shared by an administrator and cannot be activated per user.", e.Name)
+	}
+	need := patchbay.CapRegisterLocalFromCatalog
+	if e.Kind == db.KindRemote {
+		need = patchbay.CapRegisterRemote
+	}
+	if !p.Can(need) {
+		return patchbay.Errorf(patchbay.EFORBIDDEN, "Your role may not %s %s connectors.", verb, e.Kind)
+	}
+	return unsupportedSignIn(e, verb)
+}
+
+// unsupportedSignIn refuses entries that sign in with OAuth or QR pairing,
+// which this version cannot run yet.
+func unsupportedSignIn(e db.CatalogEntry, verb string) error {
+	if e.AuthType == "oauth" || e.AuthType == "qr" {
+		return patchbay.Errorf(patchbay.EINVALID, "%s signs in with %s, which this version of Patchbay cannot %s yet.", e.Name, e.AuthType, verb)
+	}
+	return nil
 }

@@ -195,7 +195,7 @@ func TestVerifyFailureIsRedactedAndKeepsNothing(t *testing.T) {
 	}
 	run, _ := e.db.InstallRunByID(ctx, j.RunID)
 	row, _ := e.db.GlobalServerByID(ctx, g.ID)
-	for what, text := range map[string]string{"log": run.Log, "run error": run.Error, "last_error": row.LastError, "job log": j.Log()} {
+	for what, text := range map[string]string{"log": run.Log, "run error": run.Error, "last_error": row.LastError, "job log": j.Log(), "job error": ferr.Error()} {
 		if strings.Contains(text, secret) {
 			t.Errorf("%s holds the secret:\n%s", what, text)
 		}
@@ -364,5 +364,29 @@ func TestConnectorEnvironIsOnlyItsOwn(t *testing.T) {
 	}
 	if got := strings.Join(keys, ","); got != "ECHO_TOKEN,HOME,LANG,PATH" {
 		t.Errorf("environment variables: got %s; want exactly ECHO_TOKEN,HOME,LANG,PATH", got)
+	}
+}
+
+// An entry that gained a required input since the connector was added:
+// enabling is refused and the connector stays disabled, rather than
+// enabled and failing at every boot.
+func TestEnableRefusedLeavesTheConnectorDisabled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	echo := e.echoEntry("echo")
+	g, j, err := e.rt.CreateGlobal(ctx, e.admin.User.ID, db.GlobalServer{CatalogID: echo.ID, Enabled: false}, nil)
+	if err != nil || j != nil {
+		t.Fatalf("CreateGlobal disabled: job %v, err %v", j, err)
+	}
+	echo.Inputs = []db.CatalogInput{{Name: "ECHO_TOKEN", Title: "Token", Secret: true, Required: true}}
+	e.catalog(echo)
+
+	j, err = e.rt.EnableGlobal(ctx, e.admin.User.ID, g.ID)
+	if j != nil || patchbay.ErrorCode(err) != patchbay.EINVALID || !strings.Contains(patchbay.ErrorMessage(err), "echo needs: Token.") {
+		t.Fatalf("EnableGlobal: job %v, err %v; want EINVALID naming the token", j, err)
+	}
+	if row, _ := e.db.GlobalServerByID(ctx, g.ID); row.Enabled {
+		t.Error("a refused enable left the connector enabled")
 	}
 }

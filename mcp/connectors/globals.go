@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"patchbay"
 	"patchbay/db"
 	"patchbay/mcp"
 	"patchbay/mcp/install"
@@ -38,19 +39,28 @@ func (r *Runtimes) startGlobals(ctx context.Context) error {
 
 // startGlobal is the boot path of one global connector.
 func (r *Runtimes) startGlobal(ctx context.Context, g db.GlobalServer) error {
-	e, secrets, err := r.globalParts(ctx, g)
-	if err != nil {
-		r.recordGlobal(g.ID, "", describe(err, nil))
-		return err
-	}
 	t := r.globalTarget(g)
 	unlock, err := r.lockTarget(ctx, t)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	// Read again under the lock: a disable or delete that ran first has
+	// the last word, and an enable or refresh that ran first connected it
+	// already.
+	g, err = r.db.GlobalServerByID(ctx, g.ID)
+	if patchbay.ErrorCode(err) == patchbay.ENOTFOUND || (err == nil && !g.Enabled) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	if _, ok := r.global.State(g.Name); ok {
-		return nil // an enable or refresh that ran first connected it
+		return nil
+	}
+	e, secrets, err := r.globalParts(ctx, g)
+	if err != nil {
+		r.recordGlobal(g.ID, "", describe(err, nil))
+		return err
 	}
 	err = r.ensureCurrent(ctx, t, e, g.Config, secrets, func(hash, lastError string) { r.recordGlobal(g.ID, hash, lastError) })
 	if err != nil {
@@ -92,13 +102,20 @@ func (r *Runtimes) CreateGlobal(ctx context.Context, actorID int64, g db.GlobalS
 
 // EnableGlobal enables a global connector, installs it and connects it.
 func (r *Runtimes) EnableGlobal(ctx context.Context, actorID, id int64) (*Job, error) {
-	if err := r.db.SetGlobalEnabled(ctx, actorID, id, true); err != nil {
-		return nil, err
-	}
 	g, err := r.db.GlobalServerByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	// Refused before it is enabled: a connector that cannot start (its
+	// catalog entry now needs an input it lacks) must not stay enabled
+	// only to fail at every boot.
+	if _, _, err := r.checkedGlobalParts(ctx, g); err != nil {
+		return nil, err
+	}
+	if err := r.db.SetGlobalEnabled(ctx, actorID, id, true); err != nil {
+		return nil, err
+	}
+	g.Enabled = true
 	return r.installAndConnectGlobal(ctx, g, ReasonEnable)
 }
 
@@ -215,11 +232,8 @@ func (r *Runtimes) lockedGlobal(ctx context.Context, id int64) (db.GlobalServer,
 // installAndConnectGlobal is the host path that lands new files: enable,
 // refresh and update all come here, so each installs through prepare.
 func (r *Runtimes) installAndConnectGlobal(ctx context.Context, g db.GlobalServer, reason string) (*Job, error) {
-	e, secrets, err := r.globalParts(ctx, g)
+	e, secrets, err := r.checkedGlobalParts(ctx, g)
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckInputs(e, g.Config, secrets); err != nil {
 		return nil, err
 	}
 	t := r.globalTarget(g)
@@ -279,6 +293,19 @@ func (r *Runtimes) globalParts(ctx context.Context, g db.GlobalServer) (db.Catal
 	}
 	secrets, err := r.db.GlobalServerSecrets(ctx, g.ID)
 	if err != nil {
+		return db.CatalogEntry{}, nil, err
+	}
+	return e, secrets, nil
+}
+
+// checkedGlobalParts is globalParts for a connector about to start: its
+// required inputs must all have values.
+func (r *Runtimes) checkedGlobalParts(ctx context.Context, g db.GlobalServer) (db.CatalogEntry, map[string]string, error) {
+	e, secrets, err := r.globalParts(ctx, g)
+	if err != nil {
+		return db.CatalogEntry{}, nil, err
+	}
+	if err := CheckInputs(e, g.Config, secrets); err != nil {
 		return db.CatalogEntry{}, nil, err
 	}
 	return e, secrets, nil

@@ -75,6 +75,10 @@ func (r *Runtimes) ensureCurrent(ctx context.Context, t target, e db.CatalogEntr
 			return nil
 		}
 	}
+	// Bounded like any job: a hung npm or pip must not hold the
+	// connector's lock until shutdown.
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.JobTimeout)
+	defer cancel()
 	j, err := r.newJob(ctx, t, ReasonStart, secrets)
 	if err != nil {
 		return err
@@ -97,7 +101,7 @@ func (r *Runtimes) runJob(ctx context.Context, t target, reason string, secrets 
 	if err != nil {
 		return nil, err
 	}
-	r.goBackground(func() {
+	started := r.goBackground(func() {
 		jctx, cancel := context.WithTimeout(r.ctx, r.cfg.JobTimeout)
 		defer cancel()
 		unlock, err := r.lockTarget(jctx, t)
@@ -108,6 +112,10 @@ func (r *Runtimes) runJob(ctx context.Context, t target, reason string, secrets 
 		defer unlock()
 		r.execute(jctx, j, secrets, fn)
 	})
+	if !started {
+		r.execute(ctx, j, secrets, func(context.Context, *Job) (install.Result, error) { return install.Result{}, errClosed })
+		return nil, errClosed
+	}
 	return j, nil
 }
 
@@ -149,25 +157,42 @@ func (r *Runtimes) execute(ctx context.Context, j *Job, secrets map[string]strin
 	r.mu.Lock()
 	delete(r.jobs, j.RunID)
 	r.mu.Unlock()
-	j.finish(err)
+	// Whoever waits on the job (and may log its error) gets it redacted.
+	j.finish(redacted(err, secrets))
 }
 
-// lockTarget takes t's lock: one operation at a time per connector.
+// lockTarget takes t's lock: one operation at a time per connector. A
+// lock lives only while someone holds or waits for it.
 func (r *Runtimes) lockTarget(ctx context.Context, t target) (func(), error) {
 	key := t.scope + "/" + strconv.FormatInt(t.userID, 10) + "/" + t.name
 	r.mu.Lock()
 	l, ok := r.locks[key]
 	if !ok {
-		l = make(chan struct{}, 1)
+		l = &targetLock{ch: make(chan struct{}, 1)}
 		r.locks[key] = l
 	}
+	l.users++
 	r.mu.Unlock()
+	release := func() {
+		r.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(r.locks, key)
+		}
+		r.mu.Unlock()
+	}
 	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
 	case <-ctx.Done():
+		release()
 		return nil, ctx.Err()
 	}
+}
+
+// targetLock is one connector's lock and how many hold or wait for it.
+type targetLock struct {
+	ch    chan struct{}
+	users int
 }
 
 // liveJob returns the running job that records run id, if any.
@@ -187,6 +212,15 @@ func (r *Runtimes) runningJobFor(scope string, userID int64, name string) *Job {
 		}
 	}
 	return nil
+}
+
+// redacted is err with the connector's secret values replaced and its
+// code kept, for everything that outlives the job.
+func redacted(err error, secrets map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	return &patchbay.Error{Code: patchbay.ErrorCode(err), Message: describe(err, secrets)}
 }
 
 // describe turns err into text fit for a page and the install record:

@@ -64,7 +64,7 @@ type Runtimes struct {
 	users map[int64]*userRuntime
 	jobs  map[int64]*Job
 	// locks serialise operations on one connector (see lockTarget).
-	locks  map[string]chan struct{}
+	locks  map[string]*targetLock
 	closed bool
 }
 
@@ -99,7 +99,7 @@ func New(cfg Config) *Runtimes {
 		cancel: cancel,
 		users:  map[int64]*userRuntime{},
 		jobs:   map[int64]*Job{},
-		locks:  map[string]chan struct{}{},
+		locks:  map[string]*targetLock{},
 	}
 }
 
@@ -116,6 +116,10 @@ func (r *Runtimes) Start(ctx context.Context) error {
 		r.log.Warn("install runs interrupted by the last stop", "count", n)
 	}
 	if _, err := r.db.PruneInstallRuns(ctx, keepInstallRuns); err != nil {
+		return err
+	}
+	// Test connections a crash interrupted left their scratch installs.
+	if err := os.RemoveAll(filepath.Join(r.root, scratchRoot)); err != nil {
 		return err
 	}
 	r.goBackground(func() {
@@ -160,12 +164,26 @@ func (r *Runtimes) Close() error {
 	return nil
 }
 
-func (r *Runtimes) goBackground(fn func()) {
+// goBackground runs fn on a goroutine that Close waits for, and reports
+// false, running nothing, once Close has begun: the WaitGroup is added to
+// under r.mu, which Close holds while it marks the runtimes closed.
+func (r *Runtimes) goBackground(fn func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.goBackgroundLocked(fn)
+}
+
+// goBackgroundLocked is goBackground for a caller that holds r.mu.
+func (r *Runtimes) goBackgroundLocked(fn func()) bool {
+	if r.closed {
+		return false
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		fn()
 	}()
+	return true
 }
 
 // globalDir and userDir are where installs live. Names are validated

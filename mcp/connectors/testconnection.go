@@ -63,28 +63,19 @@ func (r *Runtimes) TestGlobalConnection(ctx context.Context, p *patchbay.Princip
 	return r.testConnection(ctx, st.entry, st.cfg, st.merged)
 }
 
-// mayTest says whether p may test entry e.
+// mayTest says whether p may test entry e: catalog administrators may
+// test any entry, anyone else what they may activate.
 func mayTest(p *patchbay.Principal, e db.CatalogEntry) error {
 	if p.Can(patchbay.CapManageCatalog) {
 		return nil
 	}
-	need := patchbay.CapRegisterLocalFromCatalog
-	if e.Kind == db.KindRemote {
-		need = patchbay.CapRegisterRemote
-	}
-	if !p.Can(need) {
-		return patchbay.Errorf(patchbay.EFORBIDDEN, "Your role may not test %s connectors.", e.Kind)
-	}
-	if e.Scope == db.ScopeGlobal {
-		return patchbay.Errorf(patchbay.EINVALID, "%s is shared by an administrator and cannot be activated per user.", e.Name)
-	}
-	return nil
+	return mayActivate(p, e, "test")
 }
 
 // testConnection checks the inputs, then connects e once with them.
 func (r *Runtimes) testConnection(ctx context.Context, e db.CatalogEntry, cfg db.ServerConfig, secrets map[string]string) ([]string, error) {
-	if e.AuthType == "oauth" || e.AuthType == "qr" {
-		return nil, patchbay.Errorf(patchbay.EINVALID, "%s signs in with %s, which this version of Patchbay cannot test yet.", e.Name, e.AuthType)
+	if err := unsupportedSignIn(e, "test"); err != nil {
+		return nil, err
 	}
 	if err := CheckInputs(e, cfg, secrets); err != nil {
 		return nil, err
@@ -146,6 +137,10 @@ func (r *Runtimes) connectOnce(ctx context.Context, e db.CatalogEntry, cfg db.Se
 	return tools, nil
 }
 
+// scratchRoot is where test connections install, under the connectors
+// directory; Start empties it.
+const scratchRoot = "scratch"
+
 // scratchDir makes a fresh, private directory under
 // <data-dir>/connectors/scratch.
 func (r *Runtimes) scratchDir() (string, error) {
@@ -153,7 +148,7 @@ func (r *Runtimes) scratchDir() (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(r.root, "scratch", hex.EncodeToString(b))
+	dir := filepath.Join(r.root, scratchRoot, hex.EncodeToString(b))
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", err
 	}

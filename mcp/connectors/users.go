@@ -100,7 +100,7 @@ func (r *Runtimes) userRuntime(userID int64) (ur *userRuntime, created bool, err
 	ur = &userRuntime{userID: userID, mgr: pbmcp.NewManager(r.cfg.Manager), ready: make(chan struct{})}
 	ur.touch()
 	r.users[userID] = ur
-	r.goBackground(func() {
+	r.goBackgroundLocked(func() {
 		defer close(ur.ready)
 		if err := r.startUser(r.ctx, ur); err != nil {
 			r.log.Warn("user connectors: not all are ready", "user", userID, "err", err)
@@ -131,19 +131,27 @@ func (r *Runtimes) startUser(ctx context.Context, ur *userRuntime) error {
 }
 
 func (r *Runtimes) startUserServer(ctx context.Context, ur *userRuntime, row db.UserServer) error {
-	e, cred, err := r.userParts(ctx, row)
-	if err != nil {
-		r.recordUser(row.ID, "", describe(err, nil))
-		return err
-	}
 	t := r.userTarget(row.UserID, row.Name)
 	unlock, err := r.lockTarget(ctx, t)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	// Read again under the lock: a deactivation that ran first has the
+	// last word, and an activation that ran first connected it already.
+	row, err = r.db.UserServerByID(ctx, row.UserID, row.ID)
+	if patchbay.ErrorCode(err) == patchbay.ENOTFOUND {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	if _, ok := ur.mgr.State(row.Name); ok {
-		return nil // an activation that ran first connected it
+		return nil
+	}
+	e, cred, err := r.userParts(ctx, row)
+	if err != nil {
+		r.recordUser(row.ID, "", describe(err, nil))
+		return err
 	}
 	err = r.ensureCurrent(ctx, t, e, row.Config, cred, func(hash, lastError string) { r.recordUser(row.ID, hash, lastError) })
 	if err != nil {
