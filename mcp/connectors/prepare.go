@@ -161,38 +161,9 @@ func (r *Runtimes) execute(ctx context.Context, j *Job, secrets map[string]strin
 	j.finish(redacted(err, secrets))
 }
 
-// lockTarget takes t's lock: one operation at a time per connector. A
-// lock lives only while someone holds or waits for it.
+// lockTarget takes t's lock: one operation at a time per connector.
 func (r *Runtimes) lockTarget(ctx context.Context, t target) (func(), error) {
-	key := t.scope + "/" + strconv.FormatInt(t.userID, 10) + "/" + t.name
-	r.mu.Lock()
-	l, ok := r.locks[key]
-	if !ok {
-		l = &targetLock{ch: make(chan struct{}, 1)}
-		r.locks[key] = l
-	}
-	l.users++
-	r.mu.Unlock()
-	release := func() {
-		r.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(r.locks, key)
-		}
-		r.mu.Unlock()
-	}
-	select {
-	case l.ch <- struct{}{}:
-		return func() { <-l.ch; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, ctx.Err()
-	}
-}
-
-// targetLock is one connector's lock and how many hold or wait for it.
-type targetLock struct {
-	ch    chan struct{}
-	users int
+	return r.locks.Lock(ctx, t.scope+"/"+strconv.FormatInt(t.userID, 10)+"/"+t.name)
 }
 
 // liveJob returns the running job that records run id, if any.

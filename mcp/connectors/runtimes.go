@@ -20,6 +20,7 @@ import (
 	"patchbay/db"
 	"patchbay/mcp"
 	"patchbay/mcp/install"
+	"patchbay/mcp/keylock"
 )
 
 // Config wires the runtimes to the store and the host.
@@ -60,11 +61,12 @@ type Runtimes struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	users map[int64]*userRuntime
-	jobs  map[int64]*Job
 	// locks serialise operations on one connector (see lockTarget).
-	locks  map[string]*targetLock
+	locks keylock.Locks
+
+	mu     sync.Mutex
+	users  map[int64]*userRuntime
+	jobs   map[int64]*Job
 	closed bool
 }
 
@@ -99,7 +101,6 @@ func New(cfg Config) *Runtimes {
 		cancel: cancel,
 		users:  map[int64]*userRuntime{},
 		jobs:   map[int64]*Job{},
-		locks:  map[string]*targetLock{},
 	}
 }
 

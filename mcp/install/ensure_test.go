@@ -428,10 +428,7 @@ func TestEnsureSerialisesOneDirectoryAndForgetsItsLock(t *testing.T) {
 	if results[0].Changed == results[1].Changed {
 		t.Errorf("changed: %v and %v; want exactly one install and one no-op", results[0].Changed, results[1].Changed)
 	}
-	r.mu.Lock()
-	n := len(r.locks)
-	r.mu.Unlock()
-	if n != 0 {
+	if n := r.locks.Len(); n != 0 {
 		t.Errorf("%d install locks left after both finished; want none", n)
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"patchbay"
+	"patchbay/mcp/keylock"
 )
 
 // Options tune one Ensure call.
@@ -70,8 +70,7 @@ type Reconciler struct {
 	// key-value pairs.
 	Log func(msg string, args ...any)
 
-	mu    sync.Mutex
-	locks map[string]*dirLock
+	locks keylock.Locks
 }
 
 // Ensure makes destDir an install of the connector source in srcDir
@@ -98,9 +97,9 @@ func (r *Reconciler) Ensure(ctx context.Context, srcDir, destDir string, opts Op
 	}
 	// Two installs into one directory would race on the swap; other
 	// directories are not held up.
-	unlock, err := r.lock(ctx, destDir)
+	unlock, err := r.locks.Lock(ctx, destDir)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("install: waiting for %s: %w", destDir, err)
 	}
 	defer unlock()
 
@@ -307,43 +306,6 @@ func (r *Reconciler) env(home string) []string {
 		"PIP_NO_INPUT=1",
 	}
 	return append(env, r.Env...)
-}
-
-// lock takes destDir's install lock, or gives up when ctx is done. A
-// lock lives while someone holds or waits for it, so one-off directories
-// (test connections' scratch installs) leave nothing behind.
-func (r *Reconciler) lock(ctx context.Context, destDir string) (func(), error) {
-	r.mu.Lock()
-	if r.locks == nil {
-		r.locks = map[string]*dirLock{}
-	}
-	l, ok := r.locks[destDir]
-	if !ok {
-		l = &dirLock{ch: make(chan struct{}, 1)}
-		r.locks[destDir] = l
-	}
-	l.users++
-	r.mu.Unlock()
-	release := func() {
-		r.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(r.locks, destDir)
-		}
-		r.mu.Unlock()
-	}
-	select {
-	case l.ch <- struct{}{}:
-		return func() { <-l.ch; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, fmt.Errorf("install: waiting for %s: %w", destDir, ctx.Err())
-	}
-}
-
-// dirLock is one install directory's lock and how many hold or wait for it.
-type dirLock struct {
-	ch    chan struct{}
-	users int
 }
 
 func (r *Reconciler) suffix() (string, error) {
