@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"patchbay/mcp/install/installtest"
 )
 
 // everythingDir is the npm project pinning @modelcontextprotocol/server-everything.
@@ -23,8 +25,7 @@ func everythingDir(t testing.TB) string {
 }
 
 // ensureEverything installs the pinned server-everything with `npm ci` when
-// its node_modules is missing, serialised across test binaries with a lock
-// file (as cmd/patchbay/internal/realop does), and returns the absolute
+// its node_modules is missing (installtest.NPMCI), and returns the absolute
 // path of node and of the package's bin script. Without node/npm or
 // network it skips locally and fails in CI.
 func ensureEverything(t testing.TB) (node, script string) {
@@ -42,34 +43,10 @@ func ensureEverything(t testing.TB) (node, script string) {
 	if err != nil {
 		fail("server-everything: node not found: %v", err)
 	}
-	if err := npmCI(dir, script); err != nil {
+	if err := installtest.NPMCI(dir, script); err != nil {
 		fail("server-everything: %v", err)
 	}
 	return node, script
-}
-
-func npmCI(dir, marker string) error {
-	if _, err := os.Stat(marker); err == nil {
-		return nil
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("install lock: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("install lock: %w", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(marker); err == nil {
-		return nil
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	return nil
 }
 
 // everythingTools are tools the pinned version is known to expose.

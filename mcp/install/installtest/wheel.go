@@ -1,5 +1,6 @@
-// Package installtest holds test fixtures shared by the packages that
-// install connectors: an offline wheel for the Python test connectors.
+// Package installtest holds test fixtures shared by Patchbay's tests: an
+// offline wheel for the Python test connectors, and `npm ci` for the
+// npm projects in testdata (the test OpenID Provider, server-everything).
 package installtest
 
 import (

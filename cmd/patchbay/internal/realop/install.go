@@ -2,37 +2,17 @@ package realop
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
+
+	"patchbay/mcp/install/installtest"
 )
 
 // ensureInstalled runs `npm ci` in the provider's directory when its
 // node_modules is missing, so `go test ./...` works on a fresh clone.
-// Test packages run in parallel, so installs are serialised with a lock
-// file and the check is repeated once the lock is held.
 func ensureInstalled(dir string) error {
 	marker := filepath.Join(dir, "node_modules", "oidc-provider", "package.json")
-	if _, err := os.Stat(marker); err == nil {
-		return nil
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("realop: install lock: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("realop: install lock: %w", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(marker); err == nil {
-		return nil
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("realop: npm ci in %s: %v\n%s", dir, err, out)
+	if err := installtest.NPMCI(dir, marker); err != nil {
+		return fmt.Errorf("realop: %w", err)
 	}
 	return nil
 }
