@@ -16,11 +16,7 @@ import (
 // startGlobals installs (when the source changed or the install is
 // missing) and connects every enabled global connector, each on its own
 // so one slow install or server never holds up the others.
-func (r *Runtimes) startGlobals(ctx context.Context) error {
-	gs, err := r.db.GlobalServers(ctx)
-	if err != nil {
-		return err
-	}
+func (r *Runtimes) startGlobals(ctx context.Context, gs []db.GlobalServer) error {
 	errs := make([]error, len(gs))
 	var wg sync.WaitGroup
 	for i, g := range gs {

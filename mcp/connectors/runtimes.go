@@ -123,8 +123,14 @@ func (r *Runtimes) Start(ctx context.Context) error {
 	if err := os.RemoveAll(filepath.Join(r.root, scratchRoot)); err != nil {
 		return err
 	}
+	// The boot list is read now: a connector added after Start is
+	// brought up by its own enable job, not raced by the boot.
+	gs, err := r.db.GlobalServers(ctx)
+	if err != nil {
+		return err
+	}
 	r.goBackground(func() {
-		if err := r.startGlobals(r.ctx); err != nil {
+		if err := r.startGlobals(r.ctx, gs); err != nil {
 			r.log.Warn("global connectors: not all are ready", "err", err)
 		}
 	})
