@@ -292,9 +292,10 @@ func TestUserRuntimeStopsWhenIdle(t *testing.T) {
 	eventually(t, "the idle runtime to stop", func() bool { return !e.rt.UserRunning(e.user.User.ID) })
 	eventually(t, "the idle connector's process to exit", func() bool { return !alive(pid) })
 
-	view, _ = e.rt.ForUser(ctx, e.user.User)
-	if err := e.rt.WaitUser(ctx, e.user.User.ID); err != nil {
-		t.Fatal(err)
+	// The view taken before the stop still works: its next call starts
+	// the runtime again and waits for it, like a client that was quiet.
+	if got := callText(t, view, "echo__echo", map[string]any{"text": "back"}); got != "back" {
+		t.Errorf("a call through the old view after the idle stop: got %q", got)
 	}
 	if st := stateOf(view, "echo"); st.Phase != pbmcp.PhaseReady || st.PID == pid {
 		t.Errorf("after the next use: %+v (old pid %d)", st, pid)

@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,11 +47,10 @@ func (r *Runtimes) ForUser(ctx context.Context, u patchbay.User) (pbmcp.Provider
 	if err != nil {
 		return nil, err
 	}
-	ur, _, err := r.userRuntime(u.ID)
-	if err != nil {
+	if _, _, err := r.userRuntime(u.ID); err != nil {
 		return nil, err
 	}
-	return pbmcp.NewUserView(r.global, granted, usedProvider{ur}), nil
+	return pbmcp.NewUserView(r.global, granted, usedProvider{r: r, userID: u.ID}), nil
 }
 
 // WarmUser starts a user's runtime if it is not running; sign-in calls
@@ -226,26 +226,55 @@ func (r *Runtimes) stopIdleUsers(now time.Time) {
 	}
 }
 
-// usedProvider is a user's manager seen through their view: every use
-// counts as activity, and a call in flight keeps the runtime alive.
-type usedProvider struct{ ur *userRuntime }
+// usedProvider is a user's own connectors seen through their view. It
+// names the user, not a runtime: each use finds the user's runtime and
+// starts it again if the idle timer stopped it, so a view (an MCP client's
+// session) outlives quiet periods. Every use counts as activity, and a
+// call in flight keeps the runtime alive.
+type usedProvider struct {
+	r      *Runtimes
+	userID int64
+}
+
+// runtime returns the user's runtime, or nil once Patchbay is stopping.
+func (p usedProvider) runtime() *userRuntime {
+	ur, _, err := p.r.userRuntime(p.userID)
+	if err != nil {
+		return nil
+	}
+	return ur
+}
 
 func (p usedProvider) ToolDefs() []pbmcp.ToolDef {
-	p.ur.touch()
-	return p.ur.mgr.ToolDefs()
+	if ur := p.runtime(); ur != nil {
+		return ur.mgr.ToolDefs()
+	}
+	return nil
 }
 
 func (p usedProvider) States() []pbmcp.State {
-	p.ur.touch()
-	return p.ur.mgr.States()
+	if ur := p.runtime(); ur != nil {
+		return ur.mgr.States()
+	}
+	return nil
 }
 
 func (p usedProvider) CallTool(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	p.ur.touch()
-	p.ur.inflight.Add(1)
+	ur := p.runtime()
+	if ur == nil {
+		return nil, fmt.Errorf("%w: %w", pbmcp.ErrNotReady, errClosed)
+	}
+	ur.inflight.Add(1)
 	defer func() {
-		p.ur.inflight.Add(-1)
-		p.ur.touch()
+		ur.inflight.Add(-1)
+		ur.touch()
 	}()
-	return p.ur.mgr.CallTool(ctx, name, args)
+	// A runtime (re)starting now is waited for, so the call finds the
+	// user's connectors up instead of "not ready".
+	select {
+	case <-ur.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return ur.mgr.CallTool(ctx, name, args)
 }
